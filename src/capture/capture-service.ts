@@ -1,0 +1,107 @@
+import type { CapturedEvent, EventBatch, IngestionWarning, Lane } from '../core/event.ts';
+import type { Logger } from '../core/logger.ts';
+import type { Metrics } from '../core/metrics.ts';
+import type { Bus, Catalog } from '../core/ports.ts';
+import { AppError } from '../errors/app-error.ts';
+import { decodeBody, type EncodedBody } from './decode.ts';
+import { MAX_EVENT_BYTES } from './limits.ts';
+import { normalizeEvent } from './normalize.ts';
+import { readPayload } from './payload.ts';
+import { SpikeDetector } from './spike-detector.ts';
+
+export interface CaptureRequest extends EncodedBody {
+  /** True on `/batch/`, where the body must be a batch object. */
+  readonly batchRoute: boolean;
+  /** `?_=` client time in milliseconds (posthog-js), if any. */
+  readonly querySentAt: string | undefined;
+}
+
+export interface CaptureServiceConfig {
+  readonly spikeRatePerSecond: number;
+  readonly spikeBurst: number;
+}
+
+export interface CaptureServiceDeps {
+  readonly catalog: Catalog;
+  readonly bus: Bus;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly now?: () => number;
+}
+
+export interface CaptureResult {
+  readonly accepted: number;
+  readonly dropped: number;
+}
+
+/**
+ * Capture's whole job for one request, apart from HTTP: decode, find the project, validate and normalise
+ * every event (one refusal refuses the request), route each to its lane, and hand them to the bus —
+ * resolving only when the bus says they are durable.
+ */
+export class CaptureService {
+  readonly #deps: CaptureServiceDeps;
+  readonly #spikes: SpikeDetector;
+  readonly #now: () => number;
+
+  constructor(config: CaptureServiceConfig, deps: CaptureServiceDeps) {
+    this.#deps = deps;
+    this.#spikes = new SpikeDetector({ ratePerSecond: config.spikeRatePerSecond, burst: config.spikeBurst });
+    this.#now = deps.now ?? Date.now;
+  }
+
+  async capture(request: CaptureRequest): Promise<CaptureResult> {
+    const now = this.#now();
+    const { value, decodedLength } = await decodeBody(request);
+    const payload = readPayload(value, request.batchRoute, request.querySentAt);
+    const project = this.#deps.catalog.projectByApiToken(payload.token);
+    if (!project) throw new AppError('invalid_api_key', { attr: 'api_key' });
+
+    const ctx = {
+      projectId: project.id,
+      now,
+      sentAt: payload.sentAt,
+      checkEventSize: decodedLength > MAX_EVENT_BYTES,
+    };
+    const events: CapturedEvent[] = [];
+    const warnings: IngestionWarning[] = [];
+    const seen = new Set<string>();
+    let dropped = 0;
+    for (let i = 0; i < payload.items.length; i++) {
+      const item = payload.items[i]!;
+      const result = normalizeEvent(item, i, ctx);
+      if (result.kind === 'drop') {
+        dropped++;
+        this.#deps.metrics.captureDropped.inc({ reason: result.reason });
+        warnings.push({
+          projectId: project.id,
+          type: `event_dropped_${result.reason}`,
+          source: 'capture',
+          details: { event: typeof item['event'] === 'string' ? item['event'].slice(0, 200) : null, index: i },
+          timestamp: now,
+        });
+        continue;
+      }
+      if (result.warning) warnings.push({ ...result.warning, details: { ...result.warning.details, uuid: result.event.uuid } });
+      // The same uuid twice in one request is one event.
+      if (seen.has(result.event.uuid)) continue;
+      seen.add(result.event.uuid);
+      events.push(result.event);
+    }
+
+    const batches = this.#route(events, warnings, payload.historical, now);
+    if (batches.length > 0) await this.#deps.bus.publish(batches);
+    for (const b of batches) if (b.events.length > 0) this.#deps.metrics.captureEvents.inc({ lane: b.lane }, b.events.length);
+    return { accepted: events.length, dropped };
+  }
+
+  #route(events: CapturedEvent[], warnings: IngestionWarning[], historical: boolean, now: number): EventBatch[] {
+    if (historical) return [{ lane: 'historical', events, warnings }];
+    const byLane: Record<Exclude<Lane, 'historical'>, CapturedEvent[]> = { live: [], overflow: [] };
+    for (const e of events) byLane[this.#spikes.allow(e.projectId, e.distinctId, now) ? 'live' : 'overflow'].push(e);
+    const out: EventBatch[] = [];
+    if (byLane.live.length > 0 || warnings.length > 0) out.push({ lane: 'live', events: byLane.live, warnings });
+    if (byLane.overflow.length > 0) out.push({ lane: 'overflow', events: byLane.overflow, warnings: [] });
+    return out;
+  }
+}

@@ -1,0 +1,157 @@
+import { gunzip, gunzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import LZString from 'lz-string';
+import { AppError } from '../errors/app-error.ts';
+import { MAX_DECODED_BYTES } from './limits.ts';
+
+const gunzipAsync = promisify(gunzip);
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+/** Small bodies inflate faster inline than through the thread pool. */
+const INLINE_GUNZIP_BYTES = 64 * 1024;
+
+export interface EncodedBody {
+  readonly body: Buffer;
+  readonly contentType: string;
+  readonly contentEncoding: string;
+  /** `compression` from the query string, lower-cased, or ''. */
+  readonly compression: string;
+}
+
+/**
+ * Turns a capture body into the JSON value it carries, whatever way the SDK sent it (SPEC §2 "Bodies"):
+ * gzip (header, query or magic bytes), lz-string base64, `data=` form fields (JSON, base64 JSON or lz64),
+ * and plain JSON as application/json or text/plain. Any failure is a 400 `invalid_payload`; growing past
+ * 100 MiB while inflating is a 413.
+ */
+export interface Decoded {
+  readonly value: unknown;
+  /** Length of the JSON text, in UTF-16 units (bytes for ASCII). */
+  readonly decodedLength: number;
+}
+
+export async function decodeBody(input: EncodedBody): Promise<Decoded> {
+  let bytes = input.body;
+  let compression = input.compression;
+
+  // A form body carries the payload in `data=`; but `curl -d '{…}'` labels raw JSON as a form too.
+  if (input.contentType.toLowerCase().startsWith('application/x-www-form-urlencoded') && !looksLikeJson(bytes)) {
+    const form = new URLSearchParams(utf8(bytes));
+    const data = form.get('data');
+    if (data === null) throw invalid('The form body has no data field.');
+    compression = (form.get('compression') ?? compression).toLowerCase();
+    if (compression === 'lz64' || compression === 'lz-string') return parseJson(lzDecompress(data));
+    return parseText(data, true);
+  }
+
+  if (compression === 'lz64' || compression === 'lz-string') return parseJson(lzDecompress(utf8(bytes)));
+
+  const gzipped =
+    compression === 'gzip' ||
+    compression === 'gzip-js' ||
+    input.contentEncoding.toLowerCase().includes('gzip') ||
+    (bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b);
+  if (gzipped) bytes = await inflate(bytes);
+  return parseText(utf8(bytes), false);
+}
+
+function looksLikeJson(bytes: Buffer): boolean {
+  for (const b of bytes) {
+    if (b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09) continue;
+    return b === 0x7b || b === 0x5b;
+  }
+  return false;
+}
+
+async function inflate(bytes: Buffer): Promise<Buffer> {
+  try {
+    return bytes.length <= INLINE_GUNZIP_BYTES
+      ? gunzipSync(bytes, { maxOutputLength: MAX_DECODED_BYTES })
+      : await gunzipAsync(bytes, { maxOutputLength: MAX_DECODED_BYTES });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
+      throw new AppError('payload_too_large', { detail: 'The body inflates to more than 100 MiB.' });
+    }
+    throw invalid('The body is not valid gzip.', err);
+  }
+}
+
+function lzDecompress(text: string): string {
+  let out: string | null;
+  try {
+    // Some form encoders turn '+' into a space; base64 has no spaces, so put them back.
+    out = LZString.decompressFromBase64(text.trim().replaceAll(' ', '+'));
+  } catch (err) {
+    throw invalid('The body is not valid lz-string base64.', err);
+  }
+  if (!out) throw invalid('The body is not valid lz-string base64.');
+  if (out.length > MAX_DECODED_BYTES) {
+    throw new AppError('payload_too_large', { detail: 'The body decodes to more than 100 MiB.' });
+  }
+  return out;
+}
+
+/** JSON text, or base64 of JSON text (sendBeacon and form bodies of older SDKs). */
+function parseText(text: string, fromForm: boolean): Decoded {
+  const first = firstNonSpace(text);
+  if (first === '{' || first === '[') return parseJson(text);
+  if (first === '') throw invalid('The body is empty.');
+  const b64 = fromForm ? text.trim().replaceAll(' ', '+') : text.trim();
+  if (!/^[A-Za-z0-9+/=_-]+$/.test(b64)) throw invalid('The body is not JSON.');
+  return parseJson(utf8(Buffer.from(b64, 'base64')));
+}
+
+/** Deeper JSON than this is refused: nothing in analytics nests so far, and deeper values break serialisers. */
+export const MAX_JSON_DEPTH = 128;
+
+function parseJson(text: string): Decoded {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw invalid('The body is not valid JSON.', err);
+  }
+  if (jsonDepth(text) > MAX_JSON_DEPTH) throw invalid(`The body nests deeper than ${MAX_JSON_DEPTH} levels.`);
+  return { value, decodedLength: text.length };
+}
+
+/** The deepest nesting of arrays and objects in JSON text (text known to be valid JSON). */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // Skip a string, honouring backslash escapes.
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) max = depth;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return max;
+}
+
+function utf8(bytes: Buffer): string {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch (err) {
+    throw invalid('The body is not valid UTF-8.', err);
+  }
+}
+
+function firstNonSpace(text: string): string {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09 && c !== 0xfeff) return text[i]!;
+  }
+  return '';
+}
+
+function invalid(detail: string, cause?: unknown): AppError {
+  return new AppError('invalid_payload', { detail, cause });
+}

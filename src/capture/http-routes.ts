@@ -1,0 +1,110 @@
+import type { HttpResponse, HttpRequest, TemplatedApp } from 'uWebSockets.js';
+import type { Logger } from '../core/logger.ts';
+import type { Metrics } from '../core/metrics.ts';
+import { AppError } from '../errors/app-error.ts';
+import type { InFlight } from '../http/in-flight.ts';
+import { BodyTooLargeError, Reply, readBody, readHeaders, type Headers } from '../http/uws.ts';
+import type { CaptureService } from './capture-service.ts';
+import { MAX_WIRE_BYTES } from './limits.ts';
+
+/** The capture paths (SPEC §2); each answers with and without a trailing slash. */
+export const CAPTURE_PATHS = ['/i/v0/e', '/batch', '/e', '/capture', '/track', '/engage'] as const;
+
+const REQUEST_HEADERS = ['content-type', 'content-encoding', 'content-length', 'origin', 'access-control-request-headers'];
+
+export interface CaptureRoutesDeps {
+  readonly service: CaptureService;
+  readonly inFlight: InFlight;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}
+
+export function registerCaptureRoutes(app: TemplatedApp, deps: CaptureRoutesDeps): void {
+  for (const path of CAPTURE_PATHS) {
+    const route = path.slice(1);
+    for (const pattern of [path, `${path}/`]) {
+      app.post(pattern, (res, req) => handlePost(res, req, route, path === '/batch', deps));
+      app.options(pattern, (res, req) => {
+        const h = readHeaders(req, REQUEST_HEADERS);
+        new Reply(res).send(204, undefined, {
+          ...corsHeaders(h['origin']!),
+          'Access-Control-Allow-Headers': h['access-control-request-headers'] || 'Content-Type, Content-Encoding',
+          'Access-Control-Max-Age': '86400',
+        });
+      });
+      app.any(pattern, (res, req) => {
+        const h = readHeaders(req, ['origin']);
+        new Reply(res).error(new AppError('method_not_allowed', { detail: 'Capture takes POST only.' }), {
+          Allow: 'POST, OPTIONS',
+          ...corsHeaders(h['origin']!),
+        });
+      });
+    }
+  }
+}
+
+function corsHeaders(origin: string): Headers {
+  return {
+    'Access-Control-Allow-Origin': origin || '*',
+    'Access-Control-Allow-Methods': 'POST, OPTIONS',
+    'Access-Control-Allow-Credentials': origin ? 'true' : 'false',
+    Vary: 'Origin',
+  };
+}
+
+function handlePost(res: HttpResponse, req: HttpRequest, route: string, batchRoute: boolean, deps: CaptureRoutesDeps): void {
+  const reply = new Reply(res);
+  const h = readHeaders(req, REQUEST_HEADERS);
+  const query = new URLSearchParams(req.getQuery() ?? '');
+  const cors = corsHeaders(h['origin']!);
+  const started = performance.now();
+  if (!deps.inFlight.accepting) {
+    reply.error(new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 }), cors);
+    deps.metrics.captureRequests.inc({ route, status: 503 });
+    return;
+  }
+  deps.inFlight.begin();
+  const contentLength = h['content-length'] ? Number(h['content-length']) : undefined;
+
+  const run = async (): Promise<number> => {
+    let body: Buffer;
+    try {
+      body = await readBody(reply, contentLength, MAX_WIRE_BYTES);
+    } catch (err) {
+      if (err instanceof BodyTooLargeError) {
+        reply.error(new AppError('payload_too_large', { detail: 'The body is larger than 20 MiB.' }), cors);
+        return 413;
+      }
+      return 499; // the client went away; nothing was accepted
+    }
+    deps.metrics.captureBytes.inc(body.length);
+    try {
+      await deps.service.capture({
+        body,
+        contentType: h['content-type']!,
+        contentEncoding: h['content-encoding']!,
+        compression: (query.get('compression') ?? '').toLowerCase(),
+        batchRoute,
+        querySentAt: query.get('_') ?? undefined,
+      });
+    } catch (err) {
+      const appError = reply.error(err, cors);
+      if (appError.status >= 500) deps.logger.warn({ err: appError.cause ?? appError, route, code: appError.code }, 'capture failed');
+      return appError.status;
+    }
+    if (query.get('beacon') === '1') {
+      reply.send(204, undefined, cors);
+      return 204;
+    }
+    reply.json(200, { status: 'Ok' }, cors);
+    return 200;
+  };
+
+  run()
+    .then((status) => {
+      deps.metrics.captureRequests.inc({ route, status });
+      deps.metrics.captureDuration.observe({ route }, (performance.now() - started) / 1000);
+    })
+    .catch((err: unknown) => deps.logger.error({ err }, 'capture handler failed'))
+    .finally(() => deps.inFlight.end());
+}

@@ -1,0 +1,158 @@
+import type { CapturedEvent, IngestionWarning } from '../core/event.ts';
+import { eventUuid } from '../core/uuid.ts';
+import { AppError } from '../errors/app-error.ts';
+import { MAX_DISTINCT_ID_CHARS, MAX_EVENT_BYTES, MAX_FUTURE_MS, MAX_GROUP_FIELD_CHARS } from './limits.ts';
+import { isObject, type JsonObject } from './payload.ts';
+
+/** Why an event was answered 200 but not ingested (SPEC §2 "Silently dropped"). */
+export type DropReason = 'missing_event_name' | 'missing_distinct_id' | 'empty_distinct_id';
+
+export type Normalized =
+  | { readonly kind: 'event'; readonly event: CapturedEvent; readonly warning: IngestionWarning | undefined }
+  | { readonly kind: 'drop'; readonly reason: DropReason };
+
+export interface RequestContext {
+  readonly projectId: number;
+  readonly now: number;
+  readonly sentAt: number | undefined;
+  /** Whether the decoded body was big enough that one event in it could pass 1 MiB. */
+  readonly checkEventSize: boolean;
+}
+
+const SURVEY_EVENTS = new Set(['survey sent', 'survey shown', 'survey dismissed']);
+
+/**
+ * Validates one event and normalises it (SPEC §2): refusals throw AppError (the whole request is refused),
+ * silent drops return `drop`, everything else comes back ready for the bus.
+ */
+export function normalizeEvent(item: JsonObject, index: number, ctx: RequestContext): Normalized {
+  const name = item['event'];
+  const rawProps = item['properties'];
+  if (rawProps !== undefined && rawProps !== null && !isObject(rawProps)) {
+    throw invalidEvent(index, 'properties', 'properties must be a JSON object');
+  }
+  const properties: JsonObject = isObject(rawProps) ? rawProps : {};
+  const rawTimestamp = item['timestamp'];
+  if (rawTimestamp !== undefined && rawTimestamp !== null && typeof rawTimestamp !== 'string') {
+    throw invalidEvent(index, 'timestamp', 'timestamp must be an ISO 8601 string');
+  }
+  if (name !== undefined && name !== null && typeof name !== 'string') {
+    throw invalidEvent(index, 'event', 'event must be a string');
+  }
+
+  if (name === undefined || name === null || name === '') return { kind: 'drop', reason: 'missing_event_name' };
+  const eventName = name;
+
+  const rawDistinctId = item['distinct_id'] ?? properties['distinct_id'] ?? properties['$distinct_id'];
+  if (rawDistinctId === undefined || rawDistinctId === null) return { kind: 'drop', reason: 'missing_distinct_id' };
+  const distinctId = normalizeDistinctId(rawDistinctId);
+  if (distinctId === '') return { kind: 'drop', reason: 'empty_distinct_id' };
+
+  validateSpecialEvent(eventName, properties, index);
+
+  // `$set` / `$set_once` may stand at the top of an event (posthog-node's identify): fold them into properties.
+  for (const key of ['$set', '$set_once'] as const) {
+    const top = item[key];
+    if (isObject(top)) {
+      const inner = properties[key];
+      properties[key] = isObject(inner) ? { ...top, ...inner } : top;
+    }
+  }
+
+  if (ctx.checkEventSize && Buffer.byteLength(JSON.stringify(item)) > MAX_EVENT_BYTES) {
+    throw new AppError('payload_too_large', { detail: `Event ${index} is larger than 1 MiB.`, attr: `batch[${index}]` });
+  }
+
+  const { timestamp, warning } = eventTimestamp(rawTimestamp, item['offset'], properties, ctx);
+  return {
+    kind: 'event',
+    event: {
+      projectId: ctx.projectId,
+      uuid: eventUuid(item['uuid']),
+      event: eventName,
+      distinctId,
+      timestamp,
+      properties,
+      receivedAt: ctx.now,
+    },
+    warning,
+  };
+}
+
+/** Non-strings become their JSON text; NUL becomes U+FFFD; longer than 200 characters is cut. */
+export function normalizeDistinctId(raw: unknown): string {
+  let id = typeof raw === 'string' ? raw : JSON.stringify(raw);
+  if (id.includes('\u0000')) id = id.replaceAll('\u0000', '\uFFFD');
+  if (id.length > MAX_DISTINCT_ID_CHARS) {
+    const chars = Array.from(id);
+    if (chars.length > MAX_DISTINCT_ID_CHARS) id = chars.slice(0, MAX_DISTINCT_ID_CHARS).join('');
+  }
+  return id;
+}
+
+function validateSpecialEvent(name: string, properties: JsonObject, index: number): void {
+  if (name === '$groupidentify') {
+    for (const field of ['$group_type', '$group_key'] as const) {
+      const v = properties[field];
+      if (typeof v !== 'string' || v === '' || v.length > MAX_GROUP_FIELD_CHARS) {
+        throw new AppError('invalid_group', {
+          detail: `Event ${index}: ${field} must be a non-empty string of at most ${MAX_GROUP_FIELD_CHARS} characters.`,
+          attr: `properties.${field}`,
+        });
+      }
+    }
+  } else if (name === '$create_alias') {
+    const alias = properties['alias'];
+    if (typeof alias !== 'string' || alias === '') {
+      throw new AppError('invalid_alias', { detail: `Event ${index}: $create_alias needs a string alias.`, attr: 'properties.alias' });
+    }
+  } else if (SURVEY_EVENTS.has(name)) {
+    const id = properties['$survey_id'];
+    if (id === undefined || id === null || id === '') {
+      throw new AppError('missing_survey_id', {
+        detail: `Event ${index}: '${name}' needs a $survey_id property.`,
+        attr: 'properties.$survey_id',
+      });
+    }
+  }
+}
+
+/**
+ * The event's time: the client's timestamp corrected for clock skew when `sent_at` is known
+ * (`now + (timestamp − sent_at)`, unless `$ignore_sent_at`), or `now − offset`, or now; clamped to now when
+ * more than 23 h ahead.
+ */
+function eventTimestamp(
+  raw: unknown,
+  offset: unknown,
+  properties: JsonObject,
+  ctx: RequestContext,
+): { timestamp: number; warning: IngestionWarning | undefined } {
+  let warning: IngestionWarning | undefined;
+  let ts = ctx.now;
+  if (typeof raw === 'string') {
+    const parsed = Date.parse(raw);
+    if (Number.isNaN(parsed)) {
+      warning = capWarning(ctx, 'ignored_invalid_timestamp', { timestamp: raw.slice(0, 100) });
+    } else if (ctx.sentAt !== undefined && properties['$ignore_sent_at'] !== true) {
+      ts = ctx.now + (parsed - ctx.sentAt);
+    } else {
+      ts = parsed;
+    }
+  } else if (typeof offset === 'number' && Number.isFinite(offset)) {
+    ts = ctx.now - offset;
+  }
+  if (ts - ctx.now > MAX_FUTURE_MS) {
+    warning = capWarning(ctx, 'timestamp_clamped_to_now', { timestamp: new Date(ts).toISOString() });
+    ts = ctx.now;
+  }
+  return { timestamp: ts, warning };
+}
+
+function capWarning(ctx: RequestContext, type: string, details: JsonObject): IngestionWarning {
+  return { projectId: ctx.projectId, type, source: 'capture', details, timestamp: ctx.now };
+}
+
+function invalidEvent(index: number, field: string, detail: string): AppError {
+  return new AppError('invalid_event', { detail: `Event ${index}: ${detail}.`, attr: field });
+}

@@ -1,0 +1,84 @@
+import { AppError } from '../errors/app-error.ts';
+
+export type JsonObject = Record<string, unknown>;
+
+/** A decoded capture body, before its events are validated. */
+export interface Payload {
+  /** The one project API key the request carries. */
+  readonly token: string;
+  readonly historical: boolean;
+  /** Client clock at send time (batch `sent_at` or `?_=` milliseconds), for skew correction. */
+  readonly sentAt: number | undefined;
+  readonly items: readonly JsonObject[];
+}
+
+export function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Finds the shape (single event, array, batch object) and the project API key (SPEC §2 "Bodies").
+ * `batchRoute` is true on `/batch/`, where a body without a `batch` array is refused.
+ */
+export function readPayload(value: unknown, batchRoute: boolean, querySentAt: string | undefined): Payload {
+  let items: unknown[];
+  let top: JsonObject | undefined;
+  if (Array.isArray(value)) {
+    items = value;
+  } else if (isObject(value)) {
+    top = value;
+    if ('batch' in value || batchRoute) {
+      const batch = value['batch'];
+      if (!Array.isArray(batch)) throw new AppError('empty_batch', { attr: 'batch' });
+      items = batch;
+    } else {
+      items = [value];
+    }
+  } else {
+    throw new AppError('invalid_payload', { detail: 'The body must be a JSON object or array.' });
+  }
+  if (items.length === 0) throw new AppError('empty_batch', { attr: 'batch' });
+
+  const tokens = new Set<string>();
+  if (top) addTokens(tokens, top);
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    if (!isObject(item)) {
+      throw new AppError('invalid_event', { detail: `Event ${i} is not a JSON object.`, attr: `batch[${i}]` });
+    }
+    if (item !== top) addTokens(tokens, item);
+    const props = item['properties'];
+    if (isObject(props)) {
+      addToken(tokens, props['token']);
+      addToken(tokens, props['$token']);
+    }
+  }
+  if (tokens.size === 0) throw new AppError('missing_api_key', { attr: 'api_key' });
+  if (tokens.size > 1) throw new AppError('inconsistent_api_key', { attr: 'api_key' });
+
+  return {
+    token: tokens.values().next().value!,
+    historical: top?.['historical_migration'] === true,
+    sentAt: parseSentAt(top?.['sent_at'], querySentAt),
+    items: items as JsonObject[],
+  };
+}
+
+function addTokens(tokens: Set<string>, obj: JsonObject): void {
+  addToken(tokens, obj['api_key']);
+  addToken(tokens, obj['token']);
+  addToken(tokens, obj['$token']);
+}
+
+function addToken(tokens: Set<string>, v: unknown): void {
+  if (typeof v === 'string' && v.trim() !== '') tokens.add(v.trim());
+}
+
+function parseSentAt(fromBody: unknown, fromQuery: string | undefined): number | undefined {
+  if (typeof fromBody === 'string') {
+    const ms = Date.parse(fromBody);
+    if (!Number.isNaN(ms)) return ms;
+  }
+  if (fromQuery !== undefined && /^\d{10,16}$/.test(fromQuery)) return Number(fromQuery);
+  return undefined;
+}

@@ -1,0 +1,26 @@
+import { join } from 'node:path';
+import { loadConfig } from '../config/config.ts';
+import { ClickHouseStore } from '../store/clickhouse-store.ts';
+import { DataDirLock } from '../store/data-dir-lock.ts';
+
+/**
+ * `weir sql`: an operator's tool that runs ClickHouse SQL directly on a data directory and prints each row as
+ * a JSON line. The engine allows one process per directory, so it refuses one that a running Weir holds.
+ */
+export async function runSql(flags: Record<string, string | undefined>, sql: string): Promise<number> {
+  const config = loadConfig(process.env, flags['data-dir'] === undefined ? {} : { 'data-dir': flags['data-dir'] });
+  for (const name of ['host', 'port', 'log-level'] as const) {
+    if (flags[name] !== undefined) throw new Error(`sql does not take --${name}`);
+  }
+  const lock = DataDirLock.acquire(config.dataDir);
+  const store = ClickHouseStore.open({ kind: 'chdb', path: join(config.dataDir, 'chdb') });
+  try {
+    const rows = await store.query(sql);
+    const out = rows.map((r) => JSON.stringify(r)).join('\n');
+    if (out) process.stdout.write(`${out}\n`);
+    return 0;
+  } finally {
+    await store.close();
+    lock.release();
+  }
+}

@@ -1,0 +1,168 @@
+import { resolve } from 'node:path';
+
+/**
+ * Weir's configuration: one schema, parsed once from the environment and command-line flags (flags win),
+ * validated, and frozen. An unknown `WEIR_*` variable is refused, so a typo never silently runs defaults.
+ */
+export interface Config {
+  /** Address the HTTP server binds. @default '127.0.0.1' */
+  readonly host: string;
+  /** HTTP port; 0 picks a free one. @default 8000 */
+  readonly port: number;
+  /** Directory holding the chDB store, the catalog and the lock file. @default './data' */
+  readonly dataDir: string;
+  /** pino level. @default 'info' */
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Project API key of project 1 on a first start, instead of a generated one. */
+  readonly bootstrapProjectApiKey: string | undefined;
+  /** Personal API key (scope `*`) on a first start, instead of a generated one. */
+  readonly bootstrapPersonalApiKey: string | undefined;
+  /** Events accepted but not yet committed before capture answers 503. @default 200000 */
+  readonly maxPendingEvents: number;
+  /** Sustained events/s per (project, distinct_id) before spike detection moves events to overflow. @default 100 */
+  readonly spikeRatePerSecond: number;
+  /** Burst size of the spike-detection token bucket. @default 1000 */
+  readonly spikeBurst: number;
+  /** Keyed ingest actors for live events (ordering holds per (project, distinct_id)). @default 16 */
+  readonly ingestPartitions: number;
+  /** Most rows in one store insert; more waits for the next group commit. @default 50000 */
+  readonly commitMaxRows: number;
+  /** Event uuids remembered per process to drop a retried request's duplicates. @default 1000000 */
+  readonly dedupWindow: number;
+  /** Longest a graceful shutdown waits for in-flight work before giving up. @default 15000 */
+  readonly shutdownTimeoutMs: number;
+}
+
+type Parser<T> = (raw: string, name: string) => T;
+
+interface OptionSpec<K extends keyof Config> {
+  readonly key: K;
+  readonly env: string;
+  readonly flag?: string;
+  readonly parse: Parser<Config[K]>;
+  readonly default: Config[K];
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const str: Parser<string> = (raw, name) => {
+  if (raw.trim() === '') throw new ConfigError(`${name} must not be empty`);
+  return raw;
+};
+const optStr: Parser<string | undefined> = (raw, name) => str(raw, name);
+
+function int(min: number, max: number): Parser<number> {
+  return (raw, name) => {
+    if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got '${raw}'`);
+    const n = Number(raw);
+    if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+    return n;
+  };
+}
+
+const logLevel: Parser<Config['logLevel']> = (raw, name) => {
+  const level = LOG_LEVELS.find((l) => l === raw.trim().toLowerCase());
+  if (!level) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got '${raw}'`);
+  return level;
+};
+
+const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
+  host: { key: 'host', env: 'WEIR_HOST', flag: 'host', parse: str, default: '127.0.0.1' },
+  port: { key: 'port', env: 'WEIR_PORT', flag: 'port', parse: int(0, 65535), default: 8000 },
+  dataDir: { key: 'dataDir', env: 'WEIR_DATA_DIR', flag: 'data-dir', parse: str, default: './data' },
+  logLevel: { key: 'logLevel', env: 'WEIR_LOG_LEVEL', flag: 'log-level', parse: logLevel, default: 'info' },
+  bootstrapProjectApiKey: {
+    key: 'bootstrapProjectApiKey',
+    env: 'WEIR_BOOTSTRAP_PROJECT_API_KEY',
+    parse: optStr,
+    default: undefined,
+  },
+  bootstrapPersonalApiKey: {
+    key: 'bootstrapPersonalApiKey',
+    env: 'WEIR_BOOTSTRAP_PERSONAL_API_KEY',
+    parse: optStr,
+    default: undefined,
+  },
+  maxPendingEvents: {
+    key: 'maxPendingEvents',
+    env: 'WEIR_MAX_PENDING_EVENTS',
+    parse: int(1, 100_000_000),
+    default: 200_000,
+  },
+  spikeRatePerSecond: {
+    key: 'spikeRatePerSecond',
+    env: 'WEIR_SPIKE_RATE',
+    parse: int(1, 10_000_000),
+    default: 100,
+  },
+  spikeBurst: { key: 'spikeBurst', env: 'WEIR_SPIKE_BURST', parse: int(1, 100_000_000), default: 1000 },
+  ingestPartitions: {
+    key: 'ingestPartitions',
+    env: 'WEIR_INGEST_PARTITIONS',
+    parse: int(1, 1024),
+    default: 16,
+  },
+  commitMaxRows: { key: 'commitMaxRows', env: 'WEIR_COMMIT_MAX_ROWS', parse: int(1, 10_000_000), default: 50_000 },
+  dedupWindow: { key: 'dedupWindow', env: 'WEIR_DEDUP_WINDOW', parse: int(0, 100_000_000), default: 1_000_000 },
+  shutdownTimeoutMs: {
+    key: 'shutdownTimeoutMs',
+    env: 'WEIR_SHUTDOWN_TIMEOUT_MS',
+    parse: int(0, 3_600_000),
+    default: 15_000,
+  },
+};
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** The `--flag` names config accepts, for the CLI's argument parser. */
+export const CONFIG_FLAGS: readonly string[] = Object.values(OPTIONS)
+  .map((o: OptionSpec<keyof Config>) => o.flag)
+  .filter((f): f is string => f !== undefined);
+
+/** Every environment variable Weir reads, with its default: the source of the README's table. */
+export function describeOptions(): { env: string; flag: string | undefined; default: unknown }[] {
+  return Object.values(OPTIONS).map((o: OptionSpec<keyof Config>) => ({
+    env: o.env,
+    flag: o.flag,
+    default: o.default,
+  }));
+}
+
+/**
+ * Builds the frozen config. `env` is usually `process.env`; `flags` the parsed `--name value` pairs.
+ * Throws ConfigError with every problem found, not just the first.
+ */
+export function loadConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  flags: Readonly<Record<string, string | undefined>> = {},
+): Config {
+  const problems: string[] = [];
+  const known = new Set(Object.values(OPTIONS).map((o: OptionSpec<keyof Config>) => o.env));
+  for (const name of Object.keys(env)) {
+    if (name.startsWith('WEIR_') && !known.has(name)) problems.push(`unknown setting ${name}`);
+  }
+  const knownFlags = new Set(CONFIG_FLAGS);
+  for (const name of Object.keys(flags)) {
+    if (!knownFlags.has(name)) problems.push(`unknown flag --${name}`);
+  }
+  const out: Record<string, unknown> = {};
+  for (const spec of Object.values(OPTIONS) as OptionSpec<keyof Config>[]) {
+    const fromFlag = spec.flag === undefined ? undefined : flags[spec.flag];
+    const raw = fromFlag ?? env[spec.env];
+    const name = fromFlag !== undefined ? `--${spec.flag}` : spec.env;
+    if (raw === undefined) {
+      out[spec.key] = spec.default;
+      continue;
+    }
+    try {
+      out[spec.key] = spec.parse(raw, name);
+    } catch (err) {
+      problems.push(err instanceof Error ? err.message : String(err));
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  out['dataDir'] = resolve(out['dataDir'] as string);
+  return Object.freeze(out) as unknown as Config;
+}

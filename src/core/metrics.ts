@@ -1,0 +1,80 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Every Prometheus metric Weir exports, on one registry per process (not prom-client's global one, so two
+ * Weirs in one test process do not collide).
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly captureRequests = new Counter({
+    name: 'weir_capture_requests_total',
+    help: 'Capture requests by route and response status.',
+    labelNames: ['route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly captureDuration = new Histogram({
+    name: 'weir_capture_request_duration_seconds',
+    help: 'Time from the end of a capture request body to its response (decode, validate, durable hand-off).',
+    labelNames: ['route'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  readonly captureEvents = new Counter({
+    name: 'weir_capture_events_total',
+    help: 'Events accepted by capture, by lane.',
+    labelNames: ['lane'] as const,
+    registers: [this.registry],
+  });
+  readonly captureDropped = new Counter({
+    name: 'weir_capture_events_dropped_total',
+    help: 'Events answered 200 but not ingested (SPEC §2 silent drops), by reason.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly captureBytes = new Counter({
+    name: 'weir_capture_body_bytes_total',
+    help: 'Capture request body bytes as received on the wire.',
+    registers: [this.registry],
+  });
+  readonly pendingEvents = new Gauge({
+    name: 'weir_ingest_pending_events',
+    help: 'Events handed to ingest and not yet committed (capture answers 503 above the limit).',
+    registers: [this.registry],
+  });
+  readonly ingestEvents = new Counter({
+    name: 'weir_ingest_events_total',
+    help: 'Events committed to the store, by lane.',
+    labelNames: ['lane'] as const,
+    registers: [this.registry],
+  });
+  readonly ingestDuplicates = new Counter({
+    name: 'weir_ingest_duplicate_events_total',
+    help: 'Events not written again because their uuid was already stored (retried requests).',
+    registers: [this.registry],
+  });
+  readonly storeInsertDuration = new Histogram({
+    name: 'weir_store_insert_duration_seconds',
+    help: 'Duration of one group-committed store insert.',
+    labelNames: ['table'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  readonly storeInsertRows = new Histogram({
+    name: 'weir_store_insert_rows',
+    help: 'Rows in one group-committed store insert.',
+    labelNames: ['table'] as const,
+    buckets: [1, 10, 100, 1000, 10000, 100000],
+    registers: [this.registry],
+  });
+  readonly storeInsertErrors = new Counter({
+    name: 'weir_store_insert_errors_total',
+    help: 'Failed store inserts (their events were answered 503 and retried by clients).',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'weir_' });
+  }
+}

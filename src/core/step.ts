@@ -1,0 +1,29 @@
+import type { CapturedEvent, IngestionWarning } from './event.ts';
+
+/** An event as it goes through ingest: what capture sent, plus what the steps work out. */
+export interface PipelineEvent extends CapturedEvent {
+  personId: string;
+  /** `full` (person processed), `propertyless` ($process_person_profile: false). */
+  personMode: 'full' | 'propertyless';
+  personProperties: Record<string, unknown>;
+  /** `$group_0` … `$group_4`: the group key of each group type index, '' when none. */
+  groups: [string, string, string, string, string];
+}
+
+/**
+ * What an ingest step says about an event. Steps return results rather than throw; they throw only for
+ * infrastructure faults (the store is down), which fail the batch so it is retried.
+ */
+export type StepResult =
+  | { readonly kind: 'ok' }
+  /** Not stored. `settled`, when set, resolves once an earlier copy of this event is durable. */
+  | { readonly kind: 'drop'; readonly reason: string; readonly settled?: Promise<void> }
+  /** Stored, and a warning is written beside it. */
+  | { readonly kind: 'warn'; readonly warning: IngestionWarning };
+
+export const OK: StepResult = Object.freeze({ kind: 'ok' });
+
+export interface Step {
+  readonly name: string;
+  run(event: PipelineEvent): StepResult | Promise<StepResult>;
+}

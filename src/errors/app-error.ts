@@ -1,0 +1,54 @@
+import { ERROR_CODES, statusOf, type ErrorCode, type ErrorType } from './codes.ts';
+
+export interface AppErrorOptions {
+  /** A sentence for a person; defaults to the code's sentence in the table. */
+  detail?: string;
+  /** The offending field, when there is one. */
+  attr?: string | null;
+  /** Whether the same request may succeed later (drives Retry-After). @default false */
+  retriable?: boolean;
+  /** Seconds a client should wait before retrying (503 / 429). */
+  retryAfterSeconds?: number;
+  cause?: unknown;
+}
+
+/** The one error class of Weir: a stable code from the table, its status, and whether a retry can help. */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly type: ErrorType;
+  readonly status: number;
+  readonly attr: string | null;
+  readonly retriable: boolean;
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(code: ErrorCode, options: AppErrorOptions = {}) {
+    super(options.detail ?? ERROR_CODES[code].detail, { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.type = ERROR_CODES[code].type;
+    this.status = statusOf(code);
+    this.attr = options.attr ?? null;
+    this.retriable = options.retriable ?? false;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+export interface ErrorBody {
+  type: ErrorType;
+  code: ErrorCode;
+  detail: string;
+  attr: string | null;
+}
+
+/**
+ * Turns any thrown value into the SPEC §1 body. A foreign error becomes a 500 whose detail says nothing of
+ * its cause (no stack, no secret): the cause goes to the log, not to the client.
+ */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  return new AppError('server_error', { cause: err });
+}
+
+export function errorBody(err: AppError): ErrorBody {
+  return { type: err.type, code: err.code, detail: err.message, attr: err.attr };
+}

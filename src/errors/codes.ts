@@ -1,0 +1,73 @@
+/**
+ * Every error code Weir answers with, in one table (SPEC §1). Each code has its HTTP status and a default
+ * sentence for a person; `test/unit/errors.test.ts` fails when a code here is not documented in
+ * `docs/errors.md`, so a client author can rely on the list.
+ */
+export type ErrorType =
+  | 'validation_error'
+  | 'authentication_error'
+  | 'permission_denied'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'payload_too_large'
+  | 'throttled'
+  | 'server_error'
+  | 'unavailable'
+  | 'timeout';
+
+export const STATUS_OF_TYPE: Readonly<Record<ErrorType, number>> = {
+  validation_error: 400,
+  authentication_error: 401,
+  permission_denied: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  throttled: 429,
+  server_error: 500,
+  unavailable: 503,
+  timeout: 504,
+};
+
+interface CodeSpec {
+  readonly type: ErrorType;
+  readonly detail: string;
+}
+
+export const ERROR_CODES = {
+  // Capture (SPEC §2)
+  missing_api_key: {
+    type: 'authentication_error',
+    detail: 'No project API key was found in the request body (api_key, token or $token).',
+  },
+  invalid_api_key: { type: 'authentication_error', detail: 'The project API key names no project.' },
+  inconsistent_api_key: {
+    type: 'authentication_error',
+    detail: 'The request carries more than one different project API key.',
+  },
+  invalid_payload: { type: 'validation_error', detail: 'The request body could not be decoded.' },
+  empty_batch: { type: 'validation_error', detail: 'The batch is missing, not an array, or empty.' },
+  invalid_event: { type: 'validation_error', detail: 'An event in the request is malformed.' },
+  invalid_group: {
+    type: 'validation_error',
+    detail: '$groupidentify needs string $group_type and $group_key of at most 400 characters.',
+  },
+  invalid_alias: { type: 'validation_error', detail: '$create_alias needs a string alias.' },
+  missing_survey_id: { type: 'validation_error', detail: 'Survey events need a $survey_id property.' },
+  payload_too_large: { type: 'payload_too_large', detail: 'The request body is too large.' },
+  unavailable: {
+    type: 'unavailable',
+    detail: 'Weir cannot take more events right now; retry after the time in Retry-After.',
+  },
+  // Every route
+  not_found: { type: 'not_found', detail: 'Nothing is here.' },
+  method_not_allowed: { type: 'method_not_allowed', detail: 'This method is not allowed on this route.' },
+  server_error: { type: 'server_error', detail: 'Weir hit an internal error; it has been logged.' },
+  timeout: { type: 'timeout', detail: 'The request took too long.' },
+  throttled: { type: 'throttled', detail: 'Too many requests; retry after the time in Retry-After.' },
+} as const satisfies Record<string, CodeSpec>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export function statusOf(code: ErrorCode): number {
+  return STATUS_OF_TYPE[ERROR_CODES[code].type];
+}

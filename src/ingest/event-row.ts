@@ -1,0 +1,35 @@
+import type { IngestionWarning } from '../core/event.ts';
+import type { Row } from '../core/ports.ts';
+import type { PipelineEvent } from '../core/step.ts';
+import { chTime } from '../store/clickhouse-store.ts';
+
+/** The `events` row of a processed event (DESIGN "Store schema"). */
+export function eventRow(e: PipelineEvent): Row {
+  return {
+    project_id: e.projectId,
+    uuid: e.uuid,
+    event: e.event,
+    distinct_id: e.distinctId,
+    person_id: e.personId,
+    timestamp: chTime(e.timestamp),
+    properties: JSON.stringify(e.properties),
+    person_properties: JSON.stringify(e.personProperties),
+    person_mode: e.personMode,
+    $group_0: e.groups[0],
+    $group_1: e.groups[1],
+    $group_2: e.groups[2],
+    $group_3: e.groups[3],
+    $group_4: e.groups[4],
+    created_at: chTime(e.receivedAt),
+  };
+}
+
+export function warningRow(w: IngestionWarning): Row {
+  return {
+    project_id: w.projectId,
+    type: w.type,
+    source: w.source,
+    details: JSON.stringify(w.details),
+    timestamp: chTime(w.timestamp),
+  };
+}

@@ -1,0 +1,141 @@
+import { Actor, KeyedActors } from '../core/actor.ts';
+import type { EventBatch, Lane } from '../core/event.ts';
+import type { Logger } from '../core/logger.ts';
+import type { Metrics } from '../core/metrics.ts';
+import { partitionOf } from '../core/partition.ts';
+import type { Store } from '../core/ports.ts';
+import { BatchWriter } from './batch-writer.ts';
+import { DedupWindow } from './dedup-window.ts';
+import { eventRow, warningRow } from './event-row.ts';
+import { Pipeline } from './pipeline.ts';
+import { assignPersonMode, personlessId } from './steps/assign-person.ts';
+import { dedupKey, dropDuplicate } from './steps/drop-duplicate.ts';
+import type { CapturedEvent } from '../core/event.ts';
+import type { PipelineEvent } from '../core/step.ts';
+
+export interface IngestConfig {
+  readonly ingestPartitions: number;
+  readonly commitMaxRows: number;
+  readonly dedupWindow: number;
+}
+
+export interface IngestDeps {
+  readonly store: Store;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}
+
+interface Job {
+  readonly lane: Lane;
+  readonly events: readonly CapturedEvent[];
+  readonly commits: Promise<void>[];
+}
+
+/**
+ * Ingest: runs captured events through the pipeline in keyed actors and hands the rows to the group-commit
+ * writer. Live events are keyed by partition of (project, distinct_id), so one person's events keep their
+ * order; overflow events spread over their own actors with no ordering promise (a hot key must not hold up a
+ * live partition); historical events go through one actor in arrival order. `handle` resolves when every
+ * event of the batch is committed.
+ */
+export class IngestService {
+  readonly #deps: IngestDeps;
+  readonly #writer: BatchWriter;
+  readonly #dedup: DedupWindow;
+  readonly #pipeline: Pipeline;
+  readonly #live: KeyedActors<Job>;
+  readonly #overflow: KeyedActors<Job>;
+  readonly #historical: Actor<Job>;
+  readonly #partitions: number;
+
+  constructor(config: IngestConfig, deps: IngestDeps) {
+    this.#deps = deps;
+    this.#partitions = config.ingestPartitions;
+    this.#writer = new BatchWriter({ maxRows: config.commitMaxRows }, deps);
+    this.#dedup = new DedupWindow(config.dedupWindow);
+    this.#pipeline = new Pipeline([dropDuplicate(this.#dedup), assignPersonMode(), defaultPerson()]);
+    const handler = (job: Job): Promise<void> => this.#process(job);
+    this.#live = new KeyedActors(config.ingestPartitions, () => handler);
+    this.#overflow = new KeyedActors(Math.max(1, Math.ceil(config.ingestPartitions / 4)), () => handler);
+    this.#historical = new Actor(handler);
+  }
+
+  /** Warms the duplicate window with what was stored in the last hour, so retries after a restart are caught. */
+  async start(limit: number): Promise<void> {
+    if (limit === 0) return;
+    const rows = await this.#deps.store.query<{ project_id: string; uuid: string }>(
+      `SELECT project_id, toString(uuid) AS uuid FROM events
+       WHERE _inserted_at > now64(6) - INTERVAL 1 HOUR ORDER BY _inserted_at DESC LIMIT {limit:UInt64}`,
+      { limit },
+    );
+    for (let i = rows.length - 1; i >= 0; i--) this.#dedup.remember(dedupKey(Number(rows[i]!.project_id), rows[i]!.uuid));
+    this.#deps.logger.info({ uuids: rows.length }, 'duplicate window warmed from the store');
+  }
+
+  async handle(batch: EventBatch): Promise<void> {
+    const commits: Promise<void>[] = [];
+    if (batch.warnings.length > 0) commits.push(this.#writer.write('ingestion_warnings', batch.warnings.map(warningRow)));
+    if (batch.events.length > 0) {
+      const sends: Promise<void>[] = [];
+      if (batch.lane === 'historical') {
+        sends.push(this.#historical.send({ lane: 'historical', events: batch.events, commits }));
+      } else {
+        const actors = batch.lane === 'live' ? this.#live : this.#overflow;
+        const groups = new Map<number, CapturedEvent[]>();
+        for (const e of batch.events) {
+          const key =
+            batch.lane === 'live'
+              ? partitionOf(e.projectId, e.distinctId, this.#partitions)
+              : partitionOf(e.projectId, e.uuid, actors.size);
+          const g = groups.get(key);
+          if (g) g.push(e);
+          else groups.set(key, [e]);
+        }
+        for (const [key, events] of groups) sends.push(actors.send(key, { lane: batch.lane, events, commits }));
+      }
+      await Promise.all(sends);
+    }
+    await Promise.all(commits);
+  }
+
+  /** Waits until everything handed in so far is processed and committed. */
+  async drain(): Promise<void> {
+    await Promise.all([this.#live.idle(), this.#overflow.idle(), this.#historical.idle()]);
+    await this.#writer.flushed();
+  }
+
+  async #process(job: Job): Promise<void> {
+    const out = await this.#pipeline.run(job.events);
+    job.commits.push(...out.settled);
+    // The authoritative duplicate check happens here, with the hand-off to the writer, in one synchronous
+    // stretch: no other actor can slip the same uuid in between the check and the tracking.
+    const fresh: PipelineEvent[] = [];
+    for (const e of out.events) {
+      const seen = this.#dedup.check(dedupKey(e.projectId, e.uuid));
+      if (seen === 'new') fresh.push(e);
+      else if (seen !== 'committed') job.commits.push(seen);
+    }
+    if (fresh.length > 0) {
+      const commit = this.#writer.write('events', fresh.map(eventRow));
+      this.#dedup.track(
+        fresh.map((e) => dedupKey(e.projectId, e.uuid)),
+        commit,
+      );
+      job.commits.push(commit.then(() => this.#deps.metrics.ingestEvents.inc({ lane: job.lane }, fresh.length)));
+    }
+    const duplicates = job.events.length - fresh.length;
+    if (duplicates > 0) this.#deps.metrics.ingestDuplicates.inc(duplicates);
+    if (out.warnings.length > 0) job.commits.push(this.#writer.write('ingestion_warnings', out.warnings.map(warningRow)));
+  }
+}
+
+/** Until person processing lands, identified events get the deterministic id of their distinct id. */
+function defaultPerson() {
+  return {
+    name: 'default-person',
+    run(event: PipelineEvent) {
+      if (event.personId === '') event.personId = personlessId(event.projectId, event.distinctId);
+      return { kind: 'ok' } as const;
+    },
+  };
+}

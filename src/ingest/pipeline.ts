@@ -1,0 +1,47 @@
+import type { CapturedEvent, IngestionWarning } from '../core/event.ts';
+import type { PipelineEvent, Step } from '../core/step.ts';
+
+export interface PipelineOutput {
+  readonly events: PipelineEvent[];
+  readonly warnings: IngestionWarning[];
+  /** Durability of dropped duplicates whose first copy is still being committed. */
+  readonly settled: Promise<void>[];
+}
+
+/**
+ * The ingest pipeline: the steps, in the one place their order is written down. Each event runs through
+ * every step until one drops it. Steps may be synchronous; the pipeline awaits only those that are not.
+ */
+export class Pipeline {
+  readonly #steps: readonly Step[];
+
+  constructor(steps: readonly Step[]) {
+    this.#steps = steps;
+  }
+
+  async run(events: readonly CapturedEvent[]): Promise<PipelineOutput> {
+    const out: PipelineOutput = { events: [], warnings: [], settled: [] };
+    for (const captured of events) {
+      const event: PipelineEvent = {
+        ...captured,
+        personId: '',
+        personMode: 'full',
+        personProperties: {},
+        groups: ['', '', '', '', ''],
+      };
+      let kept = true;
+      for (const step of this.#steps) {
+        const pending = step.run(event);
+        const result = pending instanceof Promise ? await pending : pending;
+        if (result.kind === 'drop') {
+          if (result.settled) out.settled.push(result.settled);
+          kept = false;
+          break;
+        }
+        if (result.kind === 'warn') out.warnings.push(result.warning);
+      }
+      if (kept) out.events.push(event);
+    }
+    return out;
+  }
+}

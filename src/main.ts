@@ -1,0 +1,84 @@
+import { join } from 'node:path';
+import uWS from 'uWebSockets.js';
+import { registerOpsRoutes } from './api/ops-routes.ts';
+import { EmbeddedBus } from './bus/embedded-bus.ts';
+import { CaptureService } from './capture/capture-service.ts';
+import { registerCaptureRoutes } from './capture/http-routes.ts';
+import { FileCatalog } from './catalog/file-catalog.ts';
+import type { Config } from './config/config.ts';
+import type { Logger } from './core/logger.ts';
+import { Metrics } from './core/metrics.ts';
+import { InFlight } from './http/in-flight.ts';
+import { IngestService } from './ingest/ingest-service.ts';
+import { ClickHouseStore, migrate } from './store/clickhouse-store.ts';
+import { DataDirLock } from './store/data-dir-lock.ts';
+
+export interface Weir {
+  readonly port: number;
+  readonly url: string;
+  readonly catalog: FileCatalog;
+  readonly metrics: Metrics;
+  /** Stops taking requests, finishes those in progress, commits what was accepted, and releases the data directory. */
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root of `weir start`, the embedded deployment: config → adapters (file catalog, chDB
+ * store, embedded bus) → ingest actors → HTTP server. Everything is wired here and nowhere else.
+ */
+export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
+  const lock = DataDirLock.acquire(config.dataDir);
+  let store: ClickHouseStore | undefined;
+  try {
+    const catalog = await FileCatalog.open(config);
+    store = ClickHouseStore.open({ kind: 'chdb', path: join(config.dataDir, 'chdb') });
+    await migrate(store, logger);
+    const metrics = new Metrics();
+    const ingest = new IngestService(config, { store, metrics, logger });
+    await ingest.start(config.dedupWindow);
+    const bus = new EmbeddedBus(config, { sink: ingest, metrics });
+    const capture = new CaptureService(config, { catalog, bus, metrics, logger });
+    const inFlight = new InFlight();
+    let ready = false;
+
+    const app = uWS.App();
+    registerCaptureRoutes(app, { service: capture, inFlight, metrics, logger });
+    registerOpsRoutes(app, { metrics, logger, isReady: () => ready && bus.isReady() });
+    const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
+      app.listen(config.host, config.port, (socket) => {
+        if (socket) resolve(socket);
+        else reject(new Error(`cannot listen on ${config.host}:${config.port} (is the port in use?)`));
+      });
+    });
+    const port = uWS.us_socket_local_port(listenSocket as unknown as uWS.us_socket);
+    ready = true;
+    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    logger.info({ url, dataDir: config.dataDir }, 'weir is ready');
+
+    let closing: Promise<void> | undefined;
+    const openStore = store;
+    const close = (): Promise<void> =>
+      (closing ??= (async () => {
+        ready = false;
+        logger.info({ inFlight: inFlight.count }, 'draining');
+        uWS.us_listen_socket_close(listenSocket);
+        const drained = inFlight.drain();
+        const timedOut = await Promise.race([
+          drained.then(() => false),
+          new Promise<boolean>((r) => setTimeout(() => r(true), config.shutdownTimeoutMs).unref()),
+        ]);
+        if (timedOut) logger.warn({ inFlight: inFlight.count }, 'shutdown timeout reached with requests in progress');
+        await bus.close();
+        await ingest.drain();
+        await openStore.close();
+        await catalog.close();
+        lock.release();
+        logger.info('stopped');
+      })());
+    return { port, url, catalog, metrics, close };
+  } catch (err) {
+    await store?.close().catch(() => undefined);
+    lock.release();
+    throw err;
+  }
+}

@@ -1,0 +1,71 @@
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { createChdbConnection } from 'chdb/connection';
+import type { Row, Store } from '../core/ports.ts';
+import type { Logger } from '../core/logger.ts';
+import { MIGRATIONS, type Migration } from './migrations.ts';
+
+type ChConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];
+
+export type StoreLocation = { readonly kind: 'chdb'; readonly path: string } | { readonly kind: 'http'; readonly url: string };
+
+/**
+ * The Store on ClickHouse through `@clickhouse/client`: over HTTP to a server, or in-process on chDB via
+ * `chdb/connection`. The SQL is the same; only the connection differs. The client's types stay in here.
+ */
+export class ClickHouseStore implements Store {
+  readonly #client: ClickHouseClient;
+
+  private constructor(client: ClickHouseClient) {
+    this.#client = client;
+  }
+
+  static open(location: StoreLocation): ClickHouseStore {
+    const client =
+      location.kind === 'chdb'
+        ? // chdb ships its own copy of clickhouse-js's Connection types; the shapes are the same.
+          createClient({ connection: createChdbConnection({ path: location.path }) as unknown as ChConnection })
+        : createClient({ url: location.url });
+    return new ClickHouseStore(client);
+  }
+
+  async insert(table: string, rows: readonly Row[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.#client.insert({ table, values: rows as Row[], format: 'JSONEachRow' });
+  }
+
+  async query<T = Row>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
+    const rs = await this.#client.query({ query: sql, query_params: params, format: 'JSONEachRow' });
+    return rs.json<T>();
+  }
+
+  async command(sql: string): Promise<void> {
+    await this.#client.command({ query: sql });
+  }
+
+  async close(): Promise<void> {
+    await this.#client.close();
+  }
+}
+
+/** Applies the migrations not yet recorded, in order. Safe to run at every start. */
+export async function migrate(store: Store, logger: Logger, migrations: readonly Migration[] = MIGRATIONS): Promise<void> {
+  await store.command(
+    `CREATE TABLE IF NOT EXISTS weir_migrations (version UInt32, name String, applied_at DateTime DEFAULT now())
+     ENGINE = MergeTree ORDER BY version`,
+  );
+  const applied = new Set(
+    (await store.query<{ version: number }>('SELECT version FROM weir_migrations')).map((r) => Number(r.version)),
+  );
+  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (applied.has(m.version)) continue;
+    for (const statement of m.statements) await store.command(statement);
+    await store.insert('weir_migrations', [{ version: m.version, name: m.name }]);
+    logger.info({ version: m.version, name: m.name }, 'applied schema migration');
+  }
+}
+
+/** ClickHouse's DateTime64 text form of a millisecond timestamp ('YYYY-MM-DD hh:mm:ss.mmm', UTC). */
+export function chTime(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 23)}`;
+}

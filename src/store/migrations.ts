@@ -1,0 +1,96 @@
+/**
+ * Numbered schema migrations, applied in order at start. Each is idempotent (`IF NOT EXISTS`), and the
+ * versions applied are recorded in `weir_migrations`, so a restart applies only what is new. Never edit a
+ * migration that has shipped: add the next number.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly statements: readonly string[];
+}
+
+const TS = "DateTime64(6, 'UTC')";
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'events',
+    statements: [
+      `CREATE TABLE IF NOT EXISTS events (
+        project_id UInt64,
+        uuid UUID,
+        event String,
+        distinct_id String,
+        person_id UUID,
+        timestamp ${TS},
+        properties String,
+        person_properties String,
+        person_mode LowCardinality(String),
+        \`$group_0\` String,
+        \`$group_1\` String,
+        \`$group_2\` String,
+        \`$group_3\` String,
+        \`$group_4\` String,
+        created_at ${TS},
+        _inserted_at ${TS} DEFAULT now64(6)
+      ) ENGINE = ReplacingMergeTree(_inserted_at)
+      PARTITION BY toYYYYMM(timestamp)
+      ORDER BY (project_id, toDate(timestamp), event, cityHash64(distinct_id), uuid)`,
+    ],
+  },
+  {
+    version: 2,
+    name: 'ingestion_warnings',
+    statements: [
+      `CREATE TABLE IF NOT EXISTS ingestion_warnings (
+        project_id UInt64,
+        type LowCardinality(String),
+        source LowCardinality(String),
+        details String,
+        timestamp ${TS},
+        _inserted_at ${TS} DEFAULT now64(6)
+      ) ENGINE = MergeTree
+      ORDER BY (project_id, timestamp)`,
+    ],
+  },
+  {
+    version: 3,
+    name: 'persons_and_groups',
+    statements: [
+      `CREATE TABLE IF NOT EXISTS persons (
+        project_id UInt64,
+        id UUID,
+        properties String,
+        is_identified UInt8,
+        created_at ${TS},
+        version UInt64,
+        is_deleted UInt8 DEFAULT 0
+      ) ENGINE = ReplacingMergeTree(version)
+      ORDER BY (project_id, id)`,
+      `CREATE TABLE IF NOT EXISTS person_distinct_ids (
+        project_id UInt64,
+        distinct_id String,
+        person_id UUID,
+        version UInt64,
+        is_deleted UInt8 DEFAULT 0
+      ) ENGINE = ReplacingMergeTree(version)
+      ORDER BY (project_id, distinct_id)`,
+      `CREATE TABLE IF NOT EXISTS groups (
+        project_id UInt64,
+        group_type_index UInt8,
+        group_type String,
+        group_key String,
+        properties String,
+        created_at ${TS},
+        version UInt64
+      ) ENGINE = ReplacingMergeTree(version)
+      ORDER BY (project_id, group_type_index, group_key)`,
+      `CREATE TABLE IF NOT EXISTS group_type_mapping (
+        project_id UInt64,
+        group_type String,
+        group_type_index UInt8
+      ) ENGINE = ReplacingMergeTree
+      ORDER BY (project_id, group_type)`,
+    ],
+  },
+];
