@@ -8,6 +8,7 @@ import { FileCatalog } from './catalog/file-catalog.ts';
 import type { Config } from './config/config.ts';
 import type { Logger } from './core/logger.ts';
 import { Metrics } from './core/metrics.ts';
+import type { Store } from './core/ports.ts';
 import { InFlight } from './http/in-flight.ts';
 import { IngestService } from './ingest/ingest-service.ts';
 import { ClickHouseStore, migrate } from './store/clickhouse-store.ts';
@@ -18,6 +19,8 @@ export interface Weir {
   readonly url: string;
   readonly catalog: FileCatalog;
   readonly metrics: Metrics;
+  /** The analytical store (for tests and operator tools in the same process). */
+  readonly store: Store;
   /** Stops taking requests, finishes those in progress, commits what was accepted, and releases the data directory. */
   close(): Promise<void>;
 }
@@ -50,7 +53,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
         else reject(new Error(`cannot listen on ${config.host}:${config.port} (is the port in use?)`));
       });
     });
-    const port = uWS.us_socket_local_port(listenSocket as unknown as uWS.us_socket);
+    const port = uWS.us_socket_local_port(listenSocket);
     ready = true;
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
     logger.info({ url, dataDir: config.dataDir }, 'weir is ready');
@@ -67,7 +70,8 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
           drained.then(() => false),
           new Promise<boolean>((r) => setTimeout(() => r(true), config.shutdownTimeoutMs).unref()),
         ]);
-        if (timedOut) logger.warn({ inFlight: inFlight.count }, 'shutdown timeout reached with requests in progress');
+        if (timedOut)
+          logger.warn({ inFlight: inFlight.count }, 'shutdown timeout reached with requests in progress');
         await bus.close();
         await ingest.drain();
         await openStore.close();
@@ -75,7 +79,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
         lock.release();
         logger.info('stopped');
       })());
-    return { port, url, catalog, metrics, close };
+    return { port, url, catalog, metrics, store: openStore, close };
   } catch (err) {
     await store?.close().catch(() => undefined);
     lock.release();

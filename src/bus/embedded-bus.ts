@@ -32,7 +32,8 @@ export class EmbeddedBus implements Bus {
   }
 
   async publish(batches: readonly EventBatch[]): Promise<void> {
-    if (this.#closed) throw new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 });
+    if (this.#closed)
+      throw new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 });
     let count = 0;
     for (const b of batches) count += b.events.length;
     if (this.#pending > 0 && this.#pending + count > this.#config.maxPendingEvents) {

@@ -77,12 +77,16 @@ export class CaptureService {
           projectId: project.id,
           type: `event_dropped_${result.reason}`,
           source: 'capture',
-          details: { event: typeof item['event'] === 'string' ? item['event'].slice(0, 200) : null, index: i },
+          details: {
+            event: typeof item['event'] === 'string' ? item['event'].slice(0, 200) : null,
+            index: i,
+          },
           timestamp: now,
         });
         continue;
       }
-      if (result.warning) warnings.push({ ...result.warning, details: { ...result.warning.details, uuid: result.event.uuid } });
+      if (result.warning)
+        warnings.push({ ...result.warning, details: { ...result.warning.details, uuid: result.event.uuid } });
       // The same uuid twice in one request is one event.
       if (seen.has(result.event.uuid)) continue;
       seen.add(result.event.uuid);
@@ -91,16 +95,24 @@ export class CaptureService {
 
     const batches = this.#route(events, warnings, payload.historical, now);
     if (batches.length > 0) await this.#deps.bus.publish(batches);
-    for (const b of batches) if (b.events.length > 0) this.#deps.metrics.captureEvents.inc({ lane: b.lane }, b.events.length);
+    for (const b of batches)
+      if (b.events.length > 0) this.#deps.metrics.captureEvents.inc({ lane: b.lane }, b.events.length);
     return { accepted: events.length, dropped };
   }
 
-  #route(events: CapturedEvent[], warnings: IngestionWarning[], historical: boolean, now: number): EventBatch[] {
+  #route(
+    events: CapturedEvent[],
+    warnings: IngestionWarning[],
+    historical: boolean,
+    now: number,
+  ): EventBatch[] {
     if (historical) return [{ lane: 'historical', events, warnings }];
     const byLane: Record<Exclude<Lane, 'historical'>, CapturedEvent[]> = { live: [], overflow: [] };
-    for (const e of events) byLane[this.#spikes.allow(e.projectId, e.distinctId, now) ? 'live' : 'overflow'].push(e);
+    for (const e of events)
+      byLane[this.#spikes.allow(e.projectId, e.distinctId, now) ? 'live' : 'overflow'].push(e);
     const out: EventBatch[] = [];
-    if (byLane.live.length > 0 || warnings.length > 0) out.push({ lane: 'live', events: byLane.live, warnings });
+    if (byLane.live.length > 0 || warnings.length > 0)
+      out.push({ lane: 'live', events: byLane.live, warnings });
     if (byLane.overflow.length > 0) out.push({ lane: 'overflow', events: byLane.overflow, warnings: [] });
     return out;
   }

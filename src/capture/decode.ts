@@ -34,7 +34,10 @@ export async function decodeBody(input: EncodedBody): Promise<Decoded> {
   let compression = input.compression;
 
   // A form body carries the payload in `data=`; but `curl -d '{…}'` labels raw JSON as a form too.
-  if (input.contentType.toLowerCase().startsWith('application/x-www-form-urlencoded') && !looksLikeJson(bytes)) {
+  if (
+    input.contentType.toLowerCase().startsWith('application/x-www-form-urlencoded') &&
+    !looksLikeJson(bytes)
+  ) {
     const form = new URLSearchParams(utf8(bytes));
     const data = form.get('data');
     if (data === null) throw invalid('The form body has no data field.');

@@ -10,7 +10,13 @@ import { MAX_WIRE_BYTES } from './limits.ts';
 /** The capture paths (SPEC §2); each answers with and without a trailing slash. */
 export const CAPTURE_PATHS = ['/i/v0/e', '/batch', '/e', '/capture', '/track', '/engage'] as const;
 
-const REQUEST_HEADERS = ['content-type', 'content-encoding', 'content-length', 'origin', 'access-control-request-headers'];
+const REQUEST_HEADERS = [
+  'content-type',
+  'content-encoding',
+  'content-length',
+  'origin',
+  'access-control-request-headers',
+];
 
 export interface CaptureRoutesDeps {
   readonly service: CaptureService;
@@ -28,7 +34,8 @@ export function registerCaptureRoutes(app: TemplatedApp, deps: CaptureRoutesDeps
         const h = readHeaders(req, REQUEST_HEADERS);
         new Reply(res).send(204, undefined, {
           ...corsHeaders(h['origin']!),
-          'Access-Control-Allow-Headers': h['access-control-request-headers'] || 'Content-Type, Content-Encoding',
+          'Access-Control-Allow-Headers':
+            h['access-control-request-headers'] || 'Content-Type, Content-Encoding',
           'Access-Control-Max-Age': '86400',
         });
       });
@@ -52,14 +59,23 @@ function corsHeaders(origin: string): Headers {
   };
 }
 
-function handlePost(res: HttpResponse, req: HttpRequest, route: string, batchRoute: boolean, deps: CaptureRoutesDeps): void {
+function handlePost(
+  res: HttpResponse,
+  req: HttpRequest,
+  route: string,
+  batchRoute: boolean,
+  deps: CaptureRoutesDeps,
+): void {
   const reply = new Reply(res);
   const h = readHeaders(req, REQUEST_HEADERS);
   const query = new URLSearchParams(req.getQuery() ?? '');
   const cors = corsHeaders(h['origin']!);
   const started = performance.now();
   if (!deps.inFlight.accepting) {
-    reply.error(new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 }), cors);
+    reply.error(
+      new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 }),
+      cors,
+    );
     deps.metrics.captureRequests.inc({ route, status: 503 });
     return;
   }
@@ -89,7 +105,8 @@ function handlePost(res: HttpResponse, req: HttpRequest, route: string, batchRou
       });
     } catch (err) {
       const appError = reply.error(err, cors);
-      if (appError.status >= 500) deps.logger.warn({ err: appError.cause ?? appError, route, code: appError.code }, 'capture failed');
+      if (appError.status >= 500)
+        deps.logger.warn({ err: appError.cause ?? appError, route, code: appError.code }, 'capture failed');
       return appError.status;
     }
     if (query.get('beacon') === '1') {

@@ -40,11 +40,13 @@ export function normalizeEvent(item: JsonObject, index: number, ctx: RequestCont
     throw invalidEvent(index, 'event', 'event must be a string');
   }
 
-  if (name === undefined || name === null || name === '') return { kind: 'drop', reason: 'missing_event_name' };
+  if (name === undefined || name === null || name === '')
+    return { kind: 'drop', reason: 'missing_event_name' };
   const eventName = name;
 
   const rawDistinctId = item['distinct_id'] ?? properties['distinct_id'] ?? properties['$distinct_id'];
-  if (rawDistinctId === undefined || rawDistinctId === null) return { kind: 'drop', reason: 'missing_distinct_id' };
+  if (rawDistinctId === undefined || rawDistinctId === null)
+    return { kind: 'drop', reason: 'missing_distinct_id' };
   const distinctId = normalizeDistinctId(rawDistinctId);
   if (distinctId === '') return { kind: 'drop', reason: 'empty_distinct_id' };
 
@@ -60,7 +62,10 @@ export function normalizeEvent(item: JsonObject, index: number, ctx: RequestCont
   }
 
   if (ctx.checkEventSize && Buffer.byteLength(JSON.stringify(item)) > MAX_EVENT_BYTES) {
-    throw new AppError('payload_too_large', { detail: `Event ${index} is larger than 1 MiB.`, attr: `batch[${index}]` });
+    throw new AppError('payload_too_large', {
+      detail: `Event ${index} is larger than 1 MiB.`,
+      attr: `batch[${index}]`,
+    });
   }
 
   const { timestamp, warning } = eventTimestamp(rawTimestamp, item['offset'], properties, ctx);
@@ -104,7 +109,10 @@ function validateSpecialEvent(name: string, properties: JsonObject, index: numbe
   } else if (name === '$create_alias') {
     const alias = properties['alias'];
     if (typeof alias !== 'string' || alias === '') {
-      throw new AppError('invalid_alias', { detail: `Event ${index}: $create_alias needs a string alias.`, attr: 'properties.alias' });
+      throw new AppError('invalid_alias', {
+        detail: `Event ${index}: $create_alias needs a string alias.`,
+        attr: 'properties.alias',
+      });
     }
   } else if (SURVEY_EVENTS.has(name)) {
     const id = properties['$survey_id'];

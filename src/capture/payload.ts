@@ -44,7 +44,10 @@ export function readPayload(value: unknown, batchRoute: boolean, querySentAt: st
   for (let i = 0; i < items.length; i++) {
     const item = items[i];
     if (!isObject(item)) {
-      throw new AppError('invalid_event', { detail: `Event ${i} is not a JSON object.`, attr: `batch[${i}]` });
+      throw new AppError('invalid_event', {
+        detail: `Event ${i} is not a JSON object.`,
+        attr: `batch[${i}]`,
+      });
     }
     if (item !== top) addTokens(tokens, item);
     const props = item['properties'];

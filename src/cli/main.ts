@@ -34,7 +34,8 @@ async function main(argv: string[]): Promise<number> {
   const { help: _help, ...flags } = values;
   switch (command) {
     case 'start':
-      if (positionals.length > 0) throw new UsageError(`start takes no arguments, got '${positionals.join(' ')}'`);
+      if (positionals.length > 0)
+        throw new UsageError(`start takes no arguments, got '${positionals.join(' ')}'`);
       return runStart(flags);
     case 'sql':
       if (positionals.length !== 1) throw new UsageError('sql takes exactly one SQL statement (quote it)');
@@ -51,7 +52,11 @@ main(process.argv.slice(2)).then(
     if (code !== -1) process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof ConfigError || err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (
+      err instanceof ConfigError ||
+      err instanceof UsageError ||
+      (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+    ) {
       process.stderr.write(`weir: ${(err as Error).message}\n\n${USAGE}`);
       process.exitCode = 2;
       return;

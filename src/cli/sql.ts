@@ -8,7 +8,10 @@ import { DataDirLock } from '../store/data-dir-lock.ts';
  * a JSON line. The engine allows one process per directory, so it refuses one that a running Weir holds.
  */
 export async function runSql(flags: Record<string, string | undefined>, sql: string): Promise<number> {
-  const config = loadConfig(process.env, flags['data-dir'] === undefined ? {} : { 'data-dir': flags['data-dir'] });
+  const config = loadConfig(
+    process.env,
+    flags['data-dir'] === undefined ? {} : { 'data-dir': flags['data-dir'] },
+  );
   for (const name of ['host', 'port', 'log-level'] as const) {
     if (flags[name] !== undefined) throw new Error(`sql does not take --${name}`);
   }

@@ -102,8 +102,18 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     parse: int(1, 1024),
     default: 16,
   },
-  commitMaxRows: { key: 'commitMaxRows', env: 'WEIR_COMMIT_MAX_ROWS', parse: int(1, 10_000_000), default: 50_000 },
-  dedupWindow: { key: 'dedupWindow', env: 'WEIR_DEDUP_WINDOW', parse: int(0, 100_000_000), default: 1_000_000 },
+  commitMaxRows: {
+    key: 'commitMaxRows',
+    env: 'WEIR_COMMIT_MAX_ROWS',
+    parse: int(1, 10_000_000),
+    default: 50_000,
+  },
+  dedupWindow: {
+    key: 'dedupWindow',
+    env: 'WEIR_DEDUP_WINDOW',
+    parse: int(0, 100_000_000),
+    default: 1_000_000,
+  },
   shutdownTimeoutMs: {
     key: 'shutdownTimeoutMs',
     env: 'WEIR_SHUTDOWN_TIMEOUT_MS',

@@ -8,7 +8,10 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
     {
       level,
       base: { service: 'weir', pid: process.pid },
-      redact: { paths: ['api_key', 'token', '*.api_key', '*.token', 'authorization', '*.authorization'], remove: true },
+      redact: {
+        paths: ['api_key', 'token', '*.api_key', '*.token', 'authorization', '*.authorization'],
+        remove: true,
+      },
     },
     destination ?? pino.destination({ sync: false }),
   );

@@ -41,7 +41,12 @@ export class Reply {
     this.#onAbort = handler;
   }
 
-  send(status: number, body: string | Buffer | undefined, headers: Headers = {}, closeConnection = false): void {
+  send(
+    status: number,
+    body: string | Buffer | undefined,
+    headers: Headers = {},
+    closeConnection = false,
+  ): void {
     if (this.aborted || this.done) return;
     this.done = true;
     const res = this.res;

@@ -20,7 +20,14 @@ export interface BatchWriterDeps {
 }
 
 /** Order in which tables are flushed when several have rows waiting. */
-const TABLE_ORDER = ['events', 'ingestion_warnings', 'persons', 'person_distinct_ids', 'groups', 'group_type_mapping'];
+const TABLE_ORDER = [
+  'events',
+  'ingestion_warnings',
+  'persons',
+  'person_distinct_ids',
+  'groups',
+  'group_type_mapping',
+];
 
 /**
  * Group commit, adaptive: rows accumulate while one insert is in flight, and the next insert takes all
@@ -68,7 +75,10 @@ export class BatchWriter {
       const queue = this.#pending.get(table)!;
       let take = 0;
       let count = 0;
-      while (take < queue.length && (take === 0 || count + queue[take]!.rows.length <= this.#config.maxRows)) {
+      while (
+        take < queue.length &&
+        (take === 0 || count + queue[take]!.rows.length <= this.#config.maxRows)
+      ) {
         count += queue[take]!.rows.length;
         take++;
       }

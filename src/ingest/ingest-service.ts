@@ -68,13 +68,15 @@ export class IngestService {
        WHERE _inserted_at > now64(6) - INTERVAL 1 HOUR ORDER BY _inserted_at DESC LIMIT {limit:UInt64}`,
       { limit },
     );
-    for (let i = rows.length - 1; i >= 0; i--) this.#dedup.remember(dedupKey(Number(rows[i]!.project_id), rows[i]!.uuid));
+    for (let i = rows.length - 1; i >= 0; i--)
+      this.#dedup.remember(dedupKey(Number(rows[i]!.project_id), rows[i]!.uuid));
     this.#deps.logger.info({ uuids: rows.length }, 'duplicate window warmed from the store');
   }
 
   async handle(batch: EventBatch): Promise<void> {
     const commits: Promise<void>[] = [];
-    if (batch.warnings.length > 0) commits.push(this.#writer.write('ingestion_warnings', batch.warnings.map(warningRow)));
+    if (batch.warnings.length > 0)
+      commits.push(this.#writer.write('ingestion_warnings', batch.warnings.map(warningRow)));
     if (batch.events.length > 0) {
       const sends: Promise<void>[] = [];
       if (batch.lane === 'historical') {
@@ -91,7 +93,8 @@ export class IngestService {
           if (g) g.push(e);
           else groups.set(key, [e]);
         }
-        for (const [key, events] of groups) sends.push(actors.send(key, { lane: batch.lane, events, commits }));
+        for (const [key, events] of groups)
+          sends.push(actors.send(key, { lane: batch.lane, events, commits }));
       }
       await Promise.all(sends);
     }
@@ -121,11 +124,14 @@ export class IngestService {
         fresh.map((e) => dedupKey(e.projectId, e.uuid)),
         commit,
       );
-      job.commits.push(commit.then(() => this.#deps.metrics.ingestEvents.inc({ lane: job.lane }, fresh.length)));
+      job.commits.push(
+        commit.then(() => this.#deps.metrics.ingestEvents.inc({ lane: job.lane }, fresh.length)),
+      );
     }
     const duplicates = job.events.length - fresh.length;
     if (duplicates > 0) this.#deps.metrics.ingestDuplicates.inc(duplicates);
-    if (out.warnings.length > 0) job.commits.push(this.#writer.write('ingestion_warnings', out.warnings.map(warningRow)));
+    if (out.warnings.length > 0)
+      job.commits.push(this.#writer.write('ingestion_warnings', out.warnings.map(warningRow)));
   }
 }
 

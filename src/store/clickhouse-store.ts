@@ -6,7 +6,8 @@ import { MIGRATIONS, type Migration } from './migrations.ts';
 
 type ChConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];
 
-export type StoreLocation = { readonly kind: 'chdb'; readonly path: string } | { readonly kind: 'http'; readonly url: string };
+export type StoreLocation =
+  { readonly kind: 'chdb'; readonly path: string } | { readonly kind: 'http'; readonly url: string };
 
 /**
  * The Store on ClickHouse through `@clickhouse/client`: over HTTP to a server, or in-process on chDB via
@@ -23,14 +24,16 @@ export class ClickHouseStore implements Store {
     const client =
       location.kind === 'chdb'
         ? // chdb ships its own copy of clickhouse-js's Connection types; the shapes are the same.
-          createClient({ connection: createChdbConnection({ path: location.path }) as unknown as ChConnection })
+          createClient({
+            connection: createChdbConnection({ path: location.path }) as unknown as ChConnection,
+          })
         : createClient({ url: location.url });
     return new ClickHouseStore(client);
   }
 
   async insert(table: string, rows: readonly Row[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.#client.insert({ table, values: rows as Row[], format: 'JSONEachRow' });
+    await this.#client.insert({ table, values: rows, format: 'JSONEachRow' });
   }
 
   async query<T = Row>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
@@ -48,13 +51,19 @@ export class ClickHouseStore implements Store {
 }
 
 /** Applies the migrations not yet recorded, in order. Safe to run at every start. */
-export async function migrate(store: Store, logger: Logger, migrations: readonly Migration[] = MIGRATIONS): Promise<void> {
+export async function migrate(
+  store: Store,
+  logger: Logger,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<void> {
   await store.command(
     `CREATE TABLE IF NOT EXISTS weir_migrations (version UInt32, name String, applied_at DateTime DEFAULT now())
      ENGINE = MergeTree ORDER BY version`,
   );
   const applied = new Set(
-    (await store.query<{ version: number }>('SELECT version FROM weir_migrations')).map((r) => Number(r.version)),
+    (await store.query<{ version: number }>('SELECT version FROM weir_migrations')).map((r) =>
+      Number(r.version),
+    ),
   );
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
     if (applied.has(m.version)) continue;

@@ -1,0 +1,141 @@
+/**
+ * Test harness: a real Weir (real uWS on loopback, real chDB) in the test process, on a free port and a
+ * fresh data directory, with known keys. chDB allows one data directory per process, so a test file starts
+ * one Weir; tests that need a separate process (signals, restarts) use `spawnWeir`.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { loadConfig } from '../../src/config/config.ts';
+import { createLogger } from '../../src/core/logger.ts';
+import type { Row } from '../../src/core/ports.ts';
+import { startWeir, type Weir } from '../../src/main.ts';
+
+export const PROJECT_API_KEY = 'phc_test_project_key_0000000000000000000000';
+export const PERSONAL_API_KEY = 'phx_test_personal_key_000000000000000000000';
+
+export interface TestWeir {
+  readonly weir: Weir;
+  readonly url: string;
+  readonly dataDir: string;
+  /** Runs ClickHouse SQL on the store and returns the rows. */
+  rows<T = Row>(sql: string, params?: Record<string, unknown>): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+export function tempDir(prefix = 'weir-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export async function startTestWeir(env: Record<string, string> = {}): Promise<TestWeir> {
+  const dataDir = env['WEIR_DATA_DIR'] ?? tempDir();
+  const config = loadConfig({
+    WEIR_PORT: '0',
+    WEIR_DATA_DIR: dataDir,
+    WEIR_BOOTSTRAP_PROJECT_API_KEY: PROJECT_API_KEY,
+    WEIR_BOOTSTRAP_PERSONAL_API_KEY: PERSONAL_API_KEY,
+    WEIR_LOG_LEVEL: process.env['WEIR_TEST_LOG_LEVEL'] ?? 'silent',
+    ...env,
+  });
+  const weir = await startWeir(config, createLogger(config.logLevel));
+  let closed = false;
+  return {
+    weir,
+    url: weir.url,
+    dataDir,
+    rows: (sql, params) => weir.store.query(sql, params),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await weir.close();
+      if (env['WEIR_DATA_DIR'] === undefined) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface HttpResult {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+  /** The body parsed as JSON, or undefined when it is not JSON. */
+  readonly json: unknown;
+}
+
+export async function post(
+  url: string,
+  body: string | Uint8Array,
+  headers: Record<string, string> = { 'content-type': 'application/json' },
+): Promise<HttpResult> {
+  const res = await fetch(url, { method: 'POST', body, headers });
+  return toResult(res);
+}
+
+export async function request(url: string, init: RequestInit = {}): Promise<HttpResult> {
+  return toResult(await fetch(url, init));
+}
+
+async function toResult(res: Response): Promise<HttpResult> {
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export interface SpawnedWeir {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly dataDir: string;
+  /** stderr and stdout so far, for failure messages. */
+  output(): string;
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+}
+
+/** Starts `weir start` as a child process (for signal and restart tests) and waits until it is ready. */
+export async function spawnWeir(dataDir: string, env: Record<string, string> = {}): Promise<SpawnedWeir> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/weir.js'), 'start'], {
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: process.env['HOME'] ?? '',
+      WEIR_PORT: '0',
+      WEIR_DATA_DIR: dataDir,
+      WEIR_BOOTSTRAP_PROJECT_API_KEY: PROJECT_API_KEY,
+      WEIR_BOOTSTRAP_PERSONAL_API_KEY: PERSONAL_API_KEY,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = await waitFor(
+    () => {
+      if (child.exitCode !== null) throw new Error(`weir exited early (${child.exitCode}):\n${out}`);
+      return Promise.resolve(/"url":"(http:\/\/[^"]+)"/.exec(out)?.[1]);
+    },
+    60_000,
+    'weir to start',
+  );
+  return { child, url, dataDir, output: () => out, exited };
+}
