@@ -112,15 +112,25 @@ export interface SpawnedWeir {
 }
 
 /** Starts `weir start` as a child process (for signal and restart tests) and waits until it is ready. */
-export async function spawnWeir(dataDir: string, env: Record<string, string> = {}): Promise<SpawnedWeir> {
+export async function spawnWeir(
+  dataDir: string,
+  env: Record<string, string> = {},
+  options: { bootstrapKeys?: boolean } = {},
+): Promise<SpawnedWeir> {
+  const keys =
+    options.bootstrapKeys === false
+      ? {}
+      : {
+          WEIR_BOOTSTRAP_PROJECT_API_KEY: PROJECT_API_KEY,
+          WEIR_BOOTSTRAP_PERSONAL_API_KEY: PERSONAL_API_KEY,
+        };
   const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/weir.js'), 'start'], {
     env: {
       PATH: process.env['PATH'] ?? '',
       HOME: process.env['HOME'] ?? '',
       WEIR_PORT: '0',
       WEIR_DATA_DIR: dataDir,
-      WEIR_BOOTSTRAP_PROJECT_API_KEY: PROJECT_API_KEY,
-      WEIR_BOOTSTRAP_PERSONAL_API_KEY: PERSONAL_API_KEY,
+      ...keys,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -138,4 +148,26 @@ export async function spawnWeir(dataDir: string, env: Record<string, string> = {
     'weir to start',
   );
   return { child, url, dataDir, output: () => out, exited };
+}
+
+/** Runs `weir sql` as the operator would and returns its exit code, stdout and stderr. */
+export function weirSql(
+  dataDir: string,
+  sql: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      [join(import.meta.dirname, '../../bin/weir.js'), 'sql', '--data-dir', dataDir, sql],
+      {
+        env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
 }
