@@ -33,7 +33,14 @@ export class ClickHouseStore implements Store {
 
   async insert(table: string, rows: readonly Row[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.#client.insert({ table, values: rows, format: 'JSONEachRow' });
+    await this.#client.insert({
+      table,
+      values: rows,
+      format: 'JSONEachRow',
+      // Rows reach here already deduplicated by uuid; re-sorting and collapsing each block costs a good
+      // share of a small insert, and merges (or FINAL) still collapse replaced versions.
+      clickhouse_settings: { optimize_on_insert: 0 },
+    });
   }
 
   async query<T = Row>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
