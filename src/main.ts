@@ -2,13 +2,16 @@ import { join } from 'node:path';
 import uWS from 'uWebSockets.js';
 import { registerOpsRoutes } from './api/ops-routes.ts';
 import { EmbeddedBus } from './bus/embedded-bus.ts';
+import { LaneConsumer } from './bus/jetstream/consumer.ts';
+import { JetStreamBus, connectNats } from './bus/jetstream/jetstream-bus.ts';
+import { LANES } from './core/event.ts';
+import type { Bus, Store } from './core/ports.ts';
 import { CaptureService } from './capture/capture-service.ts';
 import { registerCaptureRoutes } from './capture/http-routes.ts';
 import { FileCatalog } from './catalog/file-catalog.ts';
 import type { Config } from './config/config.ts';
 import type { Logger } from './core/logger.ts';
 import { Metrics } from './core/metrics.ts';
-import type { Store } from './core/ports.ts';
 import { InFlight } from './http/in-flight.ts';
 import { IngestService } from './ingest/ingest-service.ts';
 import { ClickHouseStore, migrate } from './store/clickhouse-store.ts';
@@ -39,7 +42,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
     const metrics = new Metrics();
     const ingest = new IngestService(config, { store, metrics, logger });
     await ingest.start(config.dedupWindow);
-    const bus = new EmbeddedBus(config, { sink: ingest, metrics });
+    const { bus, stopConsumers } = await openBus(config, ingest, metrics, logger);
     const capture = new CaptureService(config, { catalog, bus, metrics, logger });
     const inFlight = new InFlight();
     let ready = false;
@@ -72,8 +75,9 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
         ]);
         if (timedOut)
           logger.warn({ inFlight: inFlight.count }, 'shutdown timeout reached with requests in progress');
-        await bus.close();
+        await stopConsumers();
         await ingest.drain();
+        await bus.close();
         await openStore.close();
         await catalog.close();
         lock.release();
@@ -85,4 +89,34 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
     lock.release();
     throw err;
   }
+}
+
+/**
+ * The bus of this process: embedded (capture hands events straight to ingest), or JetStream when
+ * WEIR_NATS_URL is set — capture publishes, and this process also consumes every lane into its ingest.
+ */
+async function openBus(
+  config: Config,
+  ingest: IngestService,
+  metrics: Metrics,
+  logger: Logger,
+): Promise<{ bus: Bus; stopConsumers: () => Promise<void> }> {
+  if (config.natsUrl === undefined) {
+    return {
+      bus: new EmbeddedBus(config, { sink: ingest, metrics }),
+      stopConsumers: () => Promise.resolve(),
+    };
+  }
+  const bus = await JetStreamBus.connect({ ...config, natsUrl: config.natsUrl }, logger);
+  const nc = await connectNats(config.natsUrl, 'weir-ingest');
+  const consumers = LANES.map((lane) => new LaneConsumer(lane, { sink: ingest, logger }));
+  for (const c of consumers) await c.start(nc);
+  logger.info({ natsUrl: config.natsUrl }, 'using the JetStream bus');
+  return {
+    bus,
+    stopConsumers: async () => {
+      await Promise.all(consumers.map((c) => c.stop()));
+      await nc.drain();
+    },
+  };
 }

@@ -10,7 +10,7 @@ commands:
   sql [--data-dir DIR] SQL  run ClickHouse SQL on a stopped Weir's data directory; prints JSON lines
 
 options of start (each also read from its WEIR_* environment variable; see README):
-  --host HOST  --port PORT  --data-dir DIR  --log-level LEVEL
+  --host HOST  --port PORT  --data-dir DIR  --log-level LEVEL  --nats-url URL
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -22,6 +22,7 @@ async function main(argv: string[]): Promise<number> {
       port: { type: 'string' },
       'data-dir': { type: 'string' },
       'log-level': { type: 'string' },
+      'nats-url': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: true,

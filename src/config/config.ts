@@ -29,6 +29,12 @@ export interface Config {
   readonly commitMaxRows: number;
   /** Event uuids remembered per process to drop a retried request's duplicates. @default 1000000 */
   readonly dedupWindow: number;
+  /** NATS server(s) for the JetStream bus; unset means the embedded in-process bus. */
+  readonly natsUrl: string | undefined;
+  /** Subject partitions per lane on JetStream (`events.<lane>.<n>`). @default 16 */
+  readonly busPartitions: number;
+  /** How long capture waits for JetStream to acknowledge a publish before answering 503. @default 5000 */
+  readonly publishTimeoutMs: number;
   /** Longest a graceful shutdown waits for in-flight work before giving up. @default 15000 */
   readonly shutdownTimeoutMs: number;
 }
@@ -113,6 +119,14 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     env: 'WEIR_DEDUP_WINDOW',
     parse: int(0, 100_000_000),
     default: 1_000_000,
+  },
+  natsUrl: { key: 'natsUrl', env: 'WEIR_NATS_URL', flag: 'nats-url', parse: optStr, default: undefined },
+  busPartitions: { key: 'busPartitions', env: 'WEIR_BUS_PARTITIONS', parse: int(1, 1024), default: 16 },
+  publishTimeoutMs: {
+    key: 'publishTimeoutMs',
+    env: 'WEIR_PUBLISH_TIMEOUT_MS',
+    parse: int(100, 600_000),
+    default: 5000,
   },
   shutdownTimeoutMs: {
     key: 'shutdownTimeoutMs',

@@ -1,0 +1,78 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import type { Lane } from '../../core/event.ts';
+
+export const STREAM = 'EVENTS';
+
+export function subjectOf(lane: Lane, partition: number): string {
+  return `events.${lane}.${partition}`;
+}
+
+export const CONSUMERS: Readonly<Record<Lane, { durable: string; filter: string; maxAckPending: number }>> = {
+  live: { durable: 'ingest-live', filter: 'events.live.>', maxAckPending: 1024 },
+  overflow: { durable: 'ingest-overflow', filter: 'events.overflow.>', maxAckPending: 256 },
+  // One message in flight at a time: historical migrations are replayed strictly in stream order.
+  historical: { durable: 'ingest-historical', filter: 'events.historical.>', maxAckPending: 1 },
+};
+
+export interface StreamOptions {
+  /** R1 on one server, R3 in a cluster. */
+  readonly replicas: number;
+  /** How long a retried publish (same Nats-Msg-Id) is recognised as a duplicate. */
+  readonly duplicateWindowMs: number;
+}
+
+/**
+ * Creates or updates the EVENTS stream and the ingest consumers to the shape Weir needs: idempotent, so
+ * every process may run it at start. Work-queue retention: a batch is removed once ingest acknowledges it.
+ */
+export async function ensureStreams(jsm: JetStreamManager, options: StreamOptions): Promise<void> {
+  const config = {
+    name: STREAM,
+    subjects: ['events.>'],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Workqueue,
+    discard: DiscardPolicy.Old,
+    num_replicas: options.replicas,
+    duplicate_window: nanos(options.duplicateWindowMs),
+  };
+  try {
+    await jsm.streams.info(STREAM);
+    await jsm.streams.update(STREAM, config);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await jsm.streams.add(config);
+  }
+  for (const c of Object.values(CONSUMERS)) {
+    const consumer = {
+      durable_name: c.durable,
+      filter_subject: c.filter,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: nanos(30_000),
+      max_ack_pending: c.maxAckPending,
+      max_deliver: -1,
+    };
+    try {
+      await jsm.consumers.info(STREAM, c.durable);
+      await jsm.consumers.update(STREAM, c.durable, consumer);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await jsm.consumers.add(STREAM, consumer);
+    }
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { code?: unknown; api_error?: { err_code?: number }; message?: string };
+  return (
+    e.api_error?.err_code === 10059 || e.api_error?.err_code === 10014 || /not found/i.test(String(e.message))
+  );
+}
