@@ -6,9 +6,13 @@ import { ERROR_CODES, statusOf } from '../../src/errors/codes.ts';
 t.test('every error code is documented in docs/errors.md with its status', (t) => {
   const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
   for (const code of Object.keys(ERROR_CODES) as (keyof typeof ERROR_CODES)[]) {
-    const row = doc.split('\n').find((line) => line.startsWith(`| \`${code}\` |`));
+    const row = doc.split('\n').find((line) => new RegExp(`^\\|\\s*\`${code}\`\\s*\\|`).test(line));
     t.ok(row, `${code} has a row`);
-    t.match(row ?? '', new RegExp(`\\| ${statusOf(code)} \\|`), `${code} row names status ${statusOf(code)}`);
+    t.match(
+      row ?? '',
+      new RegExp(`\\|\\s*${statusOf(code)}\\s*\\|`),
+      `${code} row names status ${statusOf(code)}`,
+    );
   }
   t.end();
 });
