@@ -61,7 +61,8 @@ export class CaptureService {
       projectId: project.id,
       now,
       sentAt: payload.sentAt,
-      checkEventSize: decodedLength > MAX_EVENT_BYTES,
+      // `decodedLength` counts UTF-16 units, and one unit is up to 3 bytes of UTF-8 (a pair is 4 for 2).
+      checkEventSize: decodedLength * 3 > MAX_EVENT_BYTES,
     };
     const events: CapturedEvent[] = [];
     const warnings: IngestionWarning[] = [];

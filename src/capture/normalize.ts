@@ -3,6 +3,7 @@ import { eventUuid } from '../core/uuid.ts';
 import { AppError } from '../errors/app-error.ts';
 import { MAX_DISTINCT_ID_CHARS, MAX_EVENT_BYTES, MAX_FUTURE_MS, MAX_GROUP_FIELD_CHARS } from './limits.ts';
 import { isObject, type JsonObject } from './payload.ts';
+import { inRange, parseTimestamp } from './timestamp.ts';
 
 /** Why an event was answered 200 but not ingested (SPEC §2 "Silently dropped"). */
 export type DropReason = 'missing_event_name' | 'missing_distinct_id' | 'empty_distinct_id';
@@ -42,7 +43,7 @@ export function normalizeEvent(item: JsonObject, index: number, ctx: RequestCont
 
   if (name === undefined || name === null || name === '')
     return { kind: 'drop', reason: 'missing_event_name' };
-  const eventName = name;
+  const eventName = wellFormed(name);
 
   const rawDistinctId = item['distinct_id'] ?? properties['distinct_id'] ?? properties['$distinct_id'];
   if (rawDistinctId === undefined || rawDistinctId === null)
@@ -84,15 +85,25 @@ export function normalizeEvent(item: JsonObject, index: number, ctx: RequestCont
   };
 }
 
-/** Non-strings become their JSON text; NUL becomes U+FFFD; longer than 200 characters is cut. */
+/** Non-strings become their JSON text; NUL and lone surrogates become U+FFFD; longer than 200 characters is cut. */
 export function normalizeDistinctId(raw: unknown): string {
-  let id = typeof raw === 'string' ? raw : JSON.stringify(raw);
+  let id = wellFormed(typeof raw === 'string' ? raw : JSON.stringify(raw));
   if (id.includes('\u0000')) id = id.replaceAll('\u0000', '\uFFFD');
   if (id.length > MAX_DISTINCT_ID_CHARS) {
     const chars = Array.from(id);
     if (chars.length > MAX_DISTINCT_ID_CHARS) id = chars.slice(0, MAX_DISTINCT_ID_CHARS).join('');
   }
   return id;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * The string with each lone surrogate (legal as a JSON `\uD800` escape, not in UTF-8) made U+FFFD: the store
+ * refuses or mangles them, and a refused insert would fail every event committed with it.
+ */
+export function wellFormed(s: string): string {
+  return s.replace(LONE_SURROGATE, '\uFFFD');
 }
 
 function validateSpecialEvent(name: string, properties: JsonObject, index: number): void {
@@ -128,7 +139,7 @@ function validateSpecialEvent(name: string, properties: JsonObject, index: numbe
 /**
  * The event's time: the client's timestamp corrected for clock skew when `sent_at` is known
  * (`now + (timestamp − sent_at)`, unless `$ignore_sent_at`), or `now − offset`, or now; clamped to now when
- * more than 23 h ahead.
+ * more than 23 h ahead; now when it is not a time the store can keep (before year 1).
  */
 function eventTimestamp(
   raw: unknown,
@@ -138,10 +149,12 @@ function eventTimestamp(
 ): { timestamp: number; warning: IngestionWarning | undefined } {
   let warning: IngestionWarning | undefined;
   let ts = ctx.now;
+  // What the client sent, for the warnings.
+  const sent = { timestamp: typeof raw === 'string' ? raw.slice(0, 100) : null };
   if (typeof raw === 'string') {
-    const parsed = Date.parse(raw);
-    if (Number.isNaN(parsed)) {
-      warning = capWarning(ctx, 'ignored_invalid_timestamp', { timestamp: raw.slice(0, 100) });
+    const parsed = parseTimestamp(raw);
+    if (parsed === undefined) {
+      warning = capWarning(ctx, 'ignored_invalid_timestamp', sent);
     } else if (ctx.sentAt !== undefined && properties['$ignore_sent_at'] !== true) {
       ts = ctx.now + (parsed - ctx.sentAt);
     } else {
@@ -151,7 +164,13 @@ function eventTimestamp(
     ts = ctx.now - offset;
   }
   if (ts - ctx.now > MAX_FUTURE_MS) {
-    warning = capWarning(ctx, 'timestamp_clamped_to_now', { timestamp: new Date(ts).toISOString() });
+    warning = capWarning(ctx, 'timestamp_clamped_to_now', {
+      timestamp: inRange(ts) ? new Date(ts).toISOString() : sent.timestamp,
+    });
+    ts = ctx.now;
+  } else if (!inRange(ts)) {
+    // Skew correction or an offset can carry a valid timestamp out of what the store keeps.
+    warning = capWarning(ctx, 'ignored_invalid_timestamp', sent);
     ts = ctx.now;
   }
   return { timestamp: ts, warning };

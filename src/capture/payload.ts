@@ -1,4 +1,5 @@
 import { AppError } from '../errors/app-error.ts';
+import { parseTimestamp } from './timestamp.ts';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -79,8 +80,8 @@ function addToken(tokens: Set<string>, v: unknown): void {
 
 function parseSentAt(fromBody: unknown, fromQuery: string | undefined): number | undefined {
   if (typeof fromBody === 'string') {
-    const ms = Date.parse(fromBody);
-    if (!Number.isNaN(ms)) return ms;
+    const ms = parseTimestamp(fromBody);
+    if (ms !== undefined) return ms;
   }
   if (fromQuery !== undefined && /^\d{10,16}$/.test(fromQuery)) return Number(fromQuery);
   return undefined;

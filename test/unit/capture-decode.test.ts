@@ -1,0 +1,130 @@
+import { gzipSync } from 'node:zlib';
+import t from 'tap';
+import LZString from 'lz-string';
+import { decodeBody, jsonDepth, MAX_JSON_DEPTH, type EncodedBody } from '../../src/capture/decode.ts';
+import { AppError } from '../../src/errors/app-error.ts';
+
+const EVENT = { api_key: 'k', event: 'e', distinct_id: 'd', properties: { text: 'Grüße 😀 +/=' } };
+const JSON_TEXT = JSON.stringify(EVENT);
+
+function body(b: string | Buffer, extra: Partial<EncodedBody> = {}): EncodedBody {
+  return {
+    body: typeof b === 'string' ? Buffer.from(b) : b,
+    contentType: 'application/json',
+    contentEncoding: '',
+    compression: '',
+    ...extra,
+  };
+}
+
+async function refusal(input: EncodedBody): Promise<{ code: string; status: number }> {
+  try {
+    await decodeBody(input);
+  } catch (err) {
+    if (err instanceof AppError) return { code: err.code, status: err.status };
+    throw err;
+  }
+  throw new Error('decodeBody accepted the body');
+}
+
+const FORM = 'application/x-www-form-urlencoded';
+const lz = LZString.compressToBase64(JSON_TEXT);
+const b64 = Buffer.from(JSON_TEXT).toString('base64');
+
+t.test('every SDK encoding decodes to the same value', async (t) => {
+  const cases: [string, EncodedBody][] = [
+    ['json', body(JSON_TEXT)],
+    ['text/plain', body(JSON_TEXT, { contentType: 'text/plain' })],
+    ['leading whitespace', body(`\n\t ${JSON_TEXT}`)],
+    ['UTF-8 BOM', body(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON_TEXT)]))],
+    ['gzip header', body(gzipSync(JSON_TEXT), { contentEncoding: 'gzip' })],
+    ['gzip header, other case', body(gzipSync(JSON_TEXT), { contentEncoding: 'GZIP' })],
+    ['compression=gzip', body(gzipSync(JSON_TEXT), { compression: 'gzip' })],
+    ['compression=gzip-js', body(gzipSync(JSON_TEXT), { compression: 'gzip-js' })],
+    ['gzip magic bytes', body(gzipSync(JSON_TEXT), { contentType: '' })],
+    ['compression=lz64', body(lz, { compression: 'lz64', contentType: 'text/plain' })],
+    ['compression=lz-string', body(lz, { compression: 'lz-string' })],
+    ['lz64 with + turned to spaces', body(lz.replaceAll('+', ' '), { compression: 'lz64' })],
+    ['base64 text/plain', body(b64, { contentType: 'text/plain' })],
+    ['form data=json', body(new URLSearchParams({ data: JSON_TEXT }).toString(), { contentType: FORM })],
+    ['form data=base64', body(new URLSearchParams({ data: b64 }).toString(), { contentType: FORM })],
+    // Hand-built forms that leave '+' unescaped: the form decoder turns it into a space.
+    ['form data=base64, + unescaped', body(`data=${b64}`, { contentType: `${FORM}; charset=UTF-8` })],
+    [
+      'form data=lz64&compression=lz64',
+      body(new URLSearchParams({ data: lz, compression: 'lz64' }).toString(), { contentType: FORM }),
+    ],
+    [
+      'form data=lz64, compression in the query',
+      body(new URLSearchParams({ data: lz }).toString(), { contentType: FORM, compression: 'lz64' }),
+    ],
+    ['form data=lz64, + unescaped', body(`compression=lz64&data=${lz}`, { contentType: FORM })],
+    ['JSON labelled as a form (curl -d)', body(JSON_TEXT, { contentType: FORM })],
+  ];
+  t.ok(b64.includes('+') || lz.includes('+'), 'the fixtures exercise the + handling');
+  for (const [name, input] of cases) {
+    const { value } = await decodeBody(input);
+    t.same(value, EVENT, name);
+  }
+});
+
+t.test('a gzip body past the inline threshold inflates on the thread pool', async (t) => {
+  const big = { ...EVENT, properties: { p: 'x'.repeat(200_000), r: Math.random().toString(36) } };
+  const gz = gzipSync(JSON.stringify(big));
+  const noise = Buffer.from(Array.from({ length: 70_000 }, () => Math.floor(Math.random() * 256)));
+  // Random bytes do not compress, so this body is over 64 KiB on the wire.
+  const withNoise = gzipSync(JSON.stringify({ ...big, n: noise.toString('base64') }));
+  t.ok(withNoise.length > 64 * 1024);
+  t.same((await decodeBody(body(gz, { contentEncoding: 'gzip' }))).value, big);
+  t.match((await decodeBody(body(withNoise, { contentEncoding: 'gzip' }))).value, {
+    n: noise.toString('base64'),
+  });
+});
+
+t.test('decodedLength is the length of the JSON text', async (t) => {
+  t.equal((await decodeBody(body(JSON_TEXT))).decodedLength, JSON_TEXT.length);
+  t.equal(
+    (await decodeBody(body(gzipSync(JSON_TEXT), { compression: 'gzip' }))).decodedLength,
+    JSON_TEXT.length,
+  );
+});
+
+t.test('undecodable bodies are invalid_payload', async (t) => {
+  const cases: [string, EncodedBody][] = [
+    ['empty', body('')],
+    ['only spaces', body('   ')],
+    ['bad JSON', body('{"a":')],
+    ['JSON then garbage', body(`${JSON_TEXT}x`)],
+    ['not base64', body('%%%', { contentType: 'text/plain' })],
+    ['base64 of not-JSON', body(Buffer.from('hello').toString('base64'), { contentType: 'text/plain' })],
+    ['truncated gzip', body(gzipSync(JSON_TEXT).subarray(0, -8), { contentEncoding: 'gzip' })],
+    ['not gzip, labelled gzip', body(JSON_TEXT, { compression: 'gzip' })],
+    ['invalid UTF-8', body(Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x7d]))],
+    ['overlong UTF-8', body(Buffer.from([0x22, 0xc0, 0xaf, 0x22]))],
+    ['UTF-16 surrogate encoded in UTF-8', body(Buffer.from([0x22, 0xed, 0xa0, 0x80, 0x22]))],
+    ['lz64 garbage', body('@@@', { compression: 'lz64' })],
+    ['lz64 empty', body('', { compression: 'lz64' })],
+    ['form without data', body('x=1', { contentType: FORM })],
+    ['form with empty data', body('data=', { contentType: FORM })],
+    ['form data not JSON', body('data=%7Bnope', { contentType: FORM })],
+    ['too deep', body(`${'['.repeat(MAX_JSON_DEPTH + 1)}${']'.repeat(MAX_JSON_DEPTH + 1)}`)],
+    ['far too deep', body(`${'['.repeat(100_000)}${']'.repeat(100_000)}`)],
+  ];
+  for (const [name, input] of cases)
+    t.same(await refusal(input), { code: 'invalid_payload', status: 400 }, name);
+});
+
+t.test('JSON exactly MAX_JSON_DEPTH deep is accepted', async (t) => {
+  const text = `${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}`;
+  t.equal(jsonDepth(text), MAX_JSON_DEPTH);
+  await t.resolves(decodeBody(body(text)));
+});
+
+t.test('jsonDepth', (t) => {
+  t.equal(jsonDepth('1'), 0);
+  t.equal(jsonDepth('"[[["'), 0, 'brackets in strings do not count');
+  t.equal(jsonDepth('{"a":"\\"[[[","b":[]}'), 2, 'escaped quotes do not end a string');
+  t.equal(jsonDepth('{"a":"\\\\","b":[[1]]}'), 3, 'an escaped backslash does not escape the quote after it');
+  t.equal(jsonDepth('[{},[{}],[[]]]'), 3);
+  t.end();
+});
