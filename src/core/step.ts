@@ -15,15 +15,29 @@ export interface PipelineEvent extends CapturedEvent {
  * infrastructure faults (the store is down), which fail the batch so it is retried.
  */
 export type StepResult =
-  | { readonly kind: 'ok' }
-  /** Not stored. `settled`, when set, resolves once an earlier copy of this event is durable. */
-  | { readonly kind: 'drop'; readonly reason: string; readonly settled?: Promise<void> }
+  /** `written`, when set, resolves once the state rows this step wrote (persons, groups) are committed. */
+  | { readonly kind: 'ok'; readonly written?: Promise<void> }
+  /**
+   * Not stored. `settled`, when set, resolves once an earlier copy of this event is durable; `warning`, when
+   * set, is written so the drop can be seen from a query.
+   */
+  | {
+      readonly kind: 'drop';
+      readonly reason: string;
+      readonly settled?: Promise<void>;
+      readonly warning?: IngestionWarning;
+    }
   /** Stored, and a warning is written beside it. */
-  | { readonly kind: 'warn'; readonly warning: IngestionWarning };
+  | { readonly kind: 'warn'; readonly warning: IngestionWarning; readonly written?: Promise<void> };
 
 export const OK: StepResult = Object.freeze({ kind: 'ok' });
 
 export interface Step {
   readonly name: string;
+  /**
+   * Optional: called once with a whole batch before its events run, so a step can load what it needs
+   * for all of them in one store round trip instead of one per event.
+   */
+  prepare?(events: readonly CapturedEvent[]): Promise<void>;
   run(event: PipelineEvent): StepResult | Promise<StepResult>;
 }

@@ -8,8 +8,15 @@ import { BatchWriter } from './batch-writer.ts';
 import { DedupWindow } from './dedup-window.ts';
 import { eventRow, warningRow } from './event-row.ts';
 import { Pipeline } from './pipeline.ts';
-import { assignPersonMode, personlessId } from './steps/assign-person.ts';
+import { GroupState } from './persons/group-state.ts';
+import { PersonState } from './persons/person-state.ts';
+import { allCommitted } from './persons/state-writes.ts';
+import { assignPersonMode } from './steps/assign-person.ts';
 import { dedupKey, dropDuplicate } from './steps/drop-duplicate.ts';
+import { identifyGroup } from './steps/identify-group.ts';
+import { linkGroups } from './steps/link-groups.ts';
+import { processPerson } from './steps/process-person.ts';
+import { refusePersonlessIdentify } from './steps/refuse-personless-identify.ts';
 import type { CapturedEvent } from '../core/event.ts';
 import type { PipelineEvent } from '../core/step.ts';
 
@@ -17,6 +24,10 @@ export interface IngestConfig {
   readonly ingestPartitions: number;
   readonly commitMaxRows: number;
   readonly dedupWindow: number;
+  /** Distinct ids whose person is kept in memory. @default 100000 */
+  readonly personCacheSize?: number;
+  /** Groups kept in memory. @default 10000 */
+  readonly groupCacheSize?: number;
 }
 
 export interface IngestDeps {
@@ -53,7 +64,18 @@ export class IngestService {
     this.#partitions = config.ingestPartitions;
     this.#writer = new BatchWriter({ maxRows: config.commitMaxRows }, deps);
     this.#dedup = new DedupWindow(config.dedupWindow);
-    this.#pipeline = new Pipeline([dropDuplicate(this.#dedup), assignPersonMode(), defaultPerson()]);
+    const state = { store: deps.store, writer: this.#writer };
+    const persons = new PersonState({ cacheSize: config.personCacheSize ?? 100_000 }, state);
+    const groups = new GroupState({ cacheSize: config.groupCacheSize ?? 10_000 }, state);
+    // The one place the order of the steps is written down.
+    this.#pipeline = new Pipeline([
+      dropDuplicate(this.#dedup),
+      assignPersonMode(),
+      refusePersonlessIdentify(),
+      processPerson(persons),
+      identifyGroup(groups),
+      linkGroups(groups),
+    ]);
     const handler = (job: Job): Promise<void> => this.#process(job);
     this.#live = new KeyedActors(config.ingestPartitions, () => handler);
     this.#overflow = new KeyedActors(Math.max(1, Math.ceil(config.ingestPartitions / 4)), () => handler);
@@ -109,7 +131,7 @@ export class IngestService {
 
   async #process(job: Job): Promise<void> {
     const out = await this.#pipeline.run(job.events);
-    job.commits.push(...out.settled);
+    job.commits.push(...out.settled, ...out.written);
     // The authoritative duplicate check happens here, with the hand-off to the writer, in one synchronous
     // stretch: no other actor can slip the same uuid in between the check and the tracking.
     const fresh: PipelineEvent[] = [];
@@ -120,9 +142,11 @@ export class IngestService {
     }
     if (fresh.length > 0) {
       const commit = this.#writer.write('events', fresh.map(eventRow));
+      // An event counts as stored only once its person and group rows are too: if those failed, the
+      // client's retry must run the event again rather than be dropped as a duplicate.
       this.#dedup.track(
         fresh.map((e) => dedupKey(e.projectId, e.uuid)),
-        commit,
+        allCommitted([commit, ...out.written])!,
       );
       job.commits.push(
         commit.then(() => this.#deps.metrics.ingestEvents.inc({ lane: job.lane }, fresh.length)),
@@ -133,15 +157,4 @@ export class IngestService {
     if (out.warnings.length > 0)
       job.commits.push(this.#writer.write('ingestion_warnings', out.warnings.map(warningRow)));
   }
-}
-
-/** Until person processing lands, identified events get the deterministic id of their distinct id. */
-function defaultPerson() {
-  return {
-    name: 'default-person',
-    run(event: PipelineEvent) {
-      if (event.personId === '') event.personId = personlessId(event.projectId, event.distinctId);
-      return { kind: 'ok' } as const;
-    },
-  };
 }

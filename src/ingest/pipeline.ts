@@ -6,6 +6,8 @@ export interface PipelineOutput {
   readonly warnings: IngestionWarning[];
   /** Durability of dropped duplicates whose first copy is still being committed. */
   readonly settled: Promise<void>[];
+  /** Commits of the state rows (persons, groups) the steps wrote; the batch is durable only after them. */
+  readonly written: Promise<void>[];
 }
 
 /**
@@ -20,7 +22,8 @@ export class Pipeline {
   }
 
   async run(events: readonly CapturedEvent[]): Promise<PipelineOutput> {
-    const out: PipelineOutput = { events: [], warnings: [], settled: [] };
+    const out: PipelineOutput = { events: [], warnings: [], settled: [], written: [] };
+    for (const step of this.#steps) if (step.prepare) await step.prepare(events);
     for (const captured of events) {
       const event: PipelineEvent = {
         ...captured,
@@ -35,9 +38,11 @@ export class Pipeline {
         const result = pending instanceof Promise ? await pending : pending;
         if (result.kind === 'drop') {
           if (result.settled) out.settled.push(result.settled);
+          if (result.warning) out.warnings.push(result.warning);
           kept = false;
           break;
         }
+        if (result.written) out.written.push(result.written);
         if (result.kind === 'warn') out.warnings.push(result.warning);
       }
       if (kept) out.events.push(event);

@@ -1,0 +1,95 @@
+import type { Store } from '../../core/ports.ts';
+import type { BatchWriter } from '../batch-writer.ts';
+import { writeState } from './state-writes.ts';
+
+/** Group types a project may have: they map to the event columns `$group_0` … `$group_4`. */
+export const MAX_GROUP_TYPES = 5;
+
+export interface GroupTypeIndexes {
+  /** Index of each type that has one (known before, or mapped now). */
+  readonly indexes: ReadonlyMap<string, number>;
+  /** Types refused because the project's five indexes are taken. */
+  readonly refused: readonly string[];
+  /** Commit of the mapping rows written for new types. */
+  readonly written?: Promise<void>;
+}
+
+export interface GroupTypesDeps {
+  readonly store: Store;
+  readonly writer: BatchWriter;
+}
+
+/**
+ * The per-project mapping of group type names to column indexes (`group_type_mapping`). A project's
+ * mapping is loaded once and then kept whole in memory — it holds five names at most — and a new type
+ * takes the lowest free index in the same synchronous stretch that checks it, so two actors can never
+ * give one index to two types.
+ */
+export class GroupTypes {
+  readonly #deps: GroupTypesDeps;
+  readonly #projects = new Map<number, Promise<Map<string, number>>>();
+  /** `project:type` whose mapping row failed to commit: written again on next use. */
+  readonly #unsaved = new Set<string>();
+
+  constructor(deps: GroupTypesDeps) {
+    this.#deps = deps;
+  }
+
+  async indexes(projectId: number, types: readonly string[]): Promise<GroupTypeIndexes> {
+    const mapping = await this.#mappingOf(projectId);
+    // Synchronous from here: the check and the assignment of a new index cannot interleave.
+    const indexes = new Map<string, number>();
+    const refused: string[] = [];
+    const fresh: string[] = [];
+    for (const type of types) {
+      let index = mapping.get(type);
+      if (index === undefined) {
+        index = freeIndex(mapping);
+        if (index === undefined) {
+          refused.push(type);
+          continue;
+        }
+        mapping.set(type, index);
+        fresh.push(type);
+      } else if (this.#unsaved.delete(`${projectId}:${type}`)) {
+        fresh.push(type);
+      }
+      indexes.set(type, index);
+    }
+    const rows = fresh.map((type) => ({
+      project_id: projectId,
+      group_type: type,
+      group_type_index: mapping.get(type)!,
+    }));
+    const written = writeState(this.#deps.writer, [{ table: 'group_type_mapping', rows }], (failed) => {
+      // The index stays taken in memory (events may already carry it); only the row is written again.
+      if (failed) for (const type of fresh) this.#unsaved.add(`${projectId}:${type}`);
+    });
+    return { indexes, refused, written };
+  }
+
+  #mappingOf(projectId: number): Promise<Map<string, number>> {
+    let mapping = this.#projects.get(projectId);
+    if (!mapping) {
+      mapping = this.#load(projectId);
+      this.#projects.set(projectId, mapping);
+      // A failed load is forgotten so the next event tries again.
+      mapping.catch(() => this.#projects.delete(projectId));
+    }
+    return mapping;
+  }
+
+  async #load(projectId: number): Promise<Map<string, number>> {
+    const rows = await this.#deps.store.query<{ group_type: string; group_type_index: number }>(
+      `SELECT group_type, group_type_index FROM group_type_mapping FINAL WHERE project_id = {project:UInt64}`,
+      { project: projectId },
+    );
+    return new Map(rows.map((r) => [r.group_type, Number(r.group_type_index)]));
+  }
+}
+
+function freeIndex(mapping: ReadonlyMap<string, number>): number | undefined {
+  const taken = new Set(mapping.values());
+  for (let i = 0; i < MAX_GROUP_TYPES; i++) if (!taken.has(i)) return i;
+  return undefined;
+}

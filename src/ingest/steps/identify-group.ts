@@ -1,0 +1,43 @@
+import { OK, type PipelineEvent, type Step, type StepResult } from '../../core/step.ts';
+import type { GroupState } from '../persons/group-state.ts';
+import { MAX_GROUP_TYPES } from '../persons/group-types.ts';
+import { eventWarning, PERSON_WARNINGS } from '../persons/warnings.ts';
+
+/**
+ * `$groupidentify` (SPEC §2) creates or updates group `($group_type, $group_key)` with `$group_set`
+ * merged one level deep. The event itself is stored either way; a sixth group type of a project gets no
+ * index and no group, only a warning.
+ */
+export function identifyGroup(groups: GroupState): Step {
+  return {
+    name: 'identify-group',
+    async run(event: PipelineEvent): Promise<StepResult> {
+      if (event.event !== '$groupidentify') return OK;
+      const type = event.properties['$group_type'];
+      const key = event.properties['$group_key'];
+      // Capture refuses a $groupidentify without both; this only guards events from an older capture.
+      if (typeof type !== 'string' || typeof key !== 'string') return OK;
+      const set = event.properties['$group_set'];
+      const outcome = await groups.identify(
+        event.projectId,
+        type,
+        key,
+        typeof set === 'object' && set !== null && !Array.isArray(set)
+          ? (set as Record<string, unknown>)
+          : {},
+        event.timestamp,
+      );
+      if (outcome.kind === 'ok') return outcome.written ? outcome : OK;
+      // Remembered, so the same type in this event's `$groups` does not warn a second time.
+      groups.firstRefusal(event.projectId, type);
+      return {
+        kind: 'warn',
+        warning: eventWarning(event, PERSON_WARNINGS.groupTypeLimit, {
+          groupType: type,
+          groupKey: key,
+          limit: MAX_GROUP_TYPES,
+        }),
+      };
+    },
+  };
+}

@@ -1,0 +1,42 @@
+import { OK, type PipelineEvent, type Step, type StepResult } from '../../core/step.ts';
+import type { GroupState } from '../persons/group-state.ts';
+import { MAX_GROUP_TYPES } from '../persons/group-types.ts';
+import { eventWarning, PERSON_WARNINGS } from '../persons/warnings.ts';
+
+/**
+ * `$groups: {type: key}` on any event (SPEC §2) fills the event's `$group_0` … `$group_4` columns. As in
+ * PostHog, a type seen for the first time is given an index, but no group is made (only `$groupidentify`
+ * makes groups). A type past the project's five is left out, with a warning the first time this process
+ * meets it: an SDK sends `$groups` on every event, and one warning per event would bury the others.
+ */
+export function linkGroups(groups: GroupState): Step {
+  return {
+    name: 'link-groups',
+    async run(event: PipelineEvent): Promise<StepResult> {
+      const raw = event.properties['$groups'];
+      if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return OK;
+      const keys = new Map<string, string>();
+      for (const [type, key] of Object.entries(raw as Record<string, unknown>)) {
+        // Keys are ids: strings, or numbers sent unquoted; anything else cannot name a group.
+        if (type === '') continue;
+        if (typeof key === 'string' && key !== '') keys.set(type, key);
+        else if (typeof key === 'number' && Number.isFinite(key)) keys.set(type, String(key));
+      }
+      if (keys.size === 0) return OK;
+      const { indexes, refused, written } = await groups.typeIndexes(event.projectId, [...keys.keys()]);
+      for (const [type, index] of indexes) event.groups[index] = keys.get(type)!;
+      const first = refused.filter((type) => groups.firstRefusal(event.projectId, type));
+      if (first.length > 0) {
+        return {
+          kind: 'warn',
+          warning: eventWarning(event, PERSON_WARNINGS.groupTypeLimit, {
+            groupTypes: first,
+            limit: MAX_GROUP_TYPES,
+          }),
+          written,
+        };
+      }
+      return written ? { kind: 'ok', written } : OK;
+    },
+  };
+}
