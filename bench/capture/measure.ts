@@ -1,0 +1,141 @@
+/**
+ * One measured run against one server: the server's counters and CPU before and after, the generator's
+ * run in between. Every scenario is made of these, so every figure in the report is computed one way.
+ */
+import type { GeneratorClient } from './generator-client.ts';
+import type { LoadResult } from './load-generator.ts';
+import { CONTENDED_CORES, OtherLoadProbe, type QuietGate } from './machine-load.ts';
+import type { BenchOptions } from './options.ts';
+import { EVENTS_PER_BATCH, type Mode } from './payloads.ts';
+import { HOST, type Target, type TargetKind } from './targets.ts';
+import { diffCounters, type WeirCounters } from './weir-metrics.ts';
+
+export interface BenchContext {
+  readonly generator: GeneratorClient;
+  readonly options: BenchOptions;
+  readonly quiet: QuietGate;
+  /** Progress lines, to stderr, so stdout holds only the results. */
+  progress(line: string): void;
+}
+
+export interface Measurement {
+  readonly target: TargetKind;
+  readonly mode: Mode;
+  readonly load: LoadResult;
+  readonly meanBodyBytes: number;
+  /** Events in requests answered 200, per second. */
+  readonly okEventsPerSecond: number;
+  /** Events Weir committed during the run, per second (weir_ingest_events_total); undefined for bare uWS. */
+  readonly storedEventsPerSecond: number | undefined;
+  /** Requests not answered 200 for any reason: 503, other status, lost connection, timeout, never sent. */
+  readonly failed: number;
+  /** Server CPU during the run, in cores (2.0 = both cores of this machine). */
+  readonly serverCpuCores: number | undefined;
+  /** What Weir's counters moved by during the run. */
+  readonly weir: WeirCounters | undefined;
+  /** Cores used by processes other than the bench's own during the run (other work on a shared machine). */
+  readonly otherCpuCores: number | undefined;
+  /** Time spent waiting for a quiet machine before the run. */
+  readonly quietWaitMs: number;
+  /** 2 when the first attempt was contended and the run was made again. */
+  readonly attempts: number;
+}
+
+const MIN_CPU_SECONDS = 0.5;
+
+/** The longest a run waits for the server to finish an earlier run's leftovers. */
+const SETTLE_TIMEOUT_MS = 30_000;
+
+export function contended(m: Measurement): boolean {
+  return (m.otherCpuCores ?? 0) > CONTENDED_CORES;
+}
+
+/** One run to measure. */
+export interface RunSpec {
+  readonly mode: Mode;
+  /** Requests per second (open loop), or null for closed loop. */
+  readonly rate: number | null;
+  readonly durationMs: number;
+  /** Closed loop only: stop after this many requests. */
+  readonly maxRequests?: number;
+  /** Whether a contended run should be made again; by default, always. */
+  readonly retryIf?: (m: Measurement) => boolean;
+}
+
+export function eventsPerRequest(mode: Mode): number {
+  return mode === 'single' ? 1 : EVENTS_PER_BATCH;
+}
+
+/**
+ * Runs the generator against `target`: open loop at `rate` req/s, or closed loop when rate is null. A run
+ * that lost CPU to other work and whose outcome `retryIf` dislikes is made once more, after waiting for
+ * quiet; the report says so.
+ */
+export async function measure(bench: BenchContext, target: Target, run: RunSpec): Promise<Measurement> {
+  const first = await measureOnce(bench, target, run, 1);
+  const retry = run.retryIf ?? (() => true);
+  if (!contended(first) || !retry(first) || !bench.quiet.takeRetry()) return first;
+  bench.progress(`  (other work took ${first.otherCpuCores?.toFixed(2)} cores during that run: once more)`);
+  return measureOnce(bench, target, run, 2);
+}
+
+async function measureOnce(
+  bench: BenchContext,
+  target: Target,
+  run: RunSpec,
+  attempts: number,
+): Promise<Measurement> {
+  const { mode, rate, durationMs } = run;
+  await target.settle(SETTLE_TIMEOUT_MS);
+  const pids = [target.pid, bench.generator.pid];
+  const quietWaitMs = await bench.quiet.wait(pids);
+  const probe = new OtherLoadProbe(pids);
+  const before = await target.snapshot();
+  const { result: load, meanBodyBytes } = await bench.generator.run({
+    host: HOST,
+    port: target.port,
+    mode,
+    rate,
+    durationMs,
+    connections: bench.options.connections,
+    drainMs: bench.options.drainMs,
+    maxRequests: run.maxRequests ?? null,
+  });
+  const after = await target.snapshot();
+  const otherCpuCores = probe.otherCores();
+  const seconds = load.elapsedMs / 1000;
+  const weir = after.weir && before.weir ? diffCounters(after.weir, before.weir) : undefined;
+  // /proc counts CPU in 10 ms ticks: over a run shorter than half a second the figure would be noise.
+  const cpu =
+    after.cpuSeconds !== undefined && before.cpuSeconds !== undefined && seconds >= MIN_CPU_SECONDS
+      ? (after.cpuSeconds - before.cpuSeconds) / seconds
+      : undefined;
+  const otherStatuses = Object.values(load.otherStatus).reduce((a, b) => a + b, 0);
+  return {
+    target: target.kind,
+    mode,
+    load,
+    meanBodyBytes,
+    okEventsPerSecond: (load.ok * eventsPerRequest(mode)) / seconds,
+    storedEventsPerSecond: weir ? weir.storedEvents / seconds : undefined,
+    failed: load.unavailable + otherStatuses + load.connectionErrors + load.timedOut + load.unsent,
+    serverCpuCores: cpu,
+    weir,
+    otherCpuCores,
+    quietWaitMs,
+    attempts,
+  };
+}
+
+/** One line of progress for the console while a run goes on. */
+export function describe(m: Measurement): string {
+  const rate = m.load.spec.rate === null ? 'closed loop' : `${m.load.spec.rate} req/s`;
+  const stored =
+    m.storedEventsPerSecond === undefined ? '' : `, ${Math.round(m.storedEventsPerSecond)} ev/s stored`;
+  return (
+    `${m.target} ${m.mode} @ ${rate}: ${Math.round(m.load.okPerSecond)} ok/s${stored}, ` +
+    `p50 ${m.load.latency.p50} ms, p99 ${m.load.latency.p99} ms, p99.9 ${m.load.latency.p999} ms, ` +
+    `failed ${m.failed}, cpu server ${m.serverCpuCores?.toFixed(2)} gen ${m.load.generatorCpuCores.toFixed(2)} ` +
+    `other ${m.otherCpuCores?.toFixed(2)}`
+  );
+}

@@ -1,0 +1,99 @@
+/**
+ * The benchmark's command-line flags, parsed once with node:util parseArgs and validated before anything
+ * starts, so a typo fails in a second instead of after a five-minute run.
+ */
+import { parseArgs } from 'node:util';
+import type { Mode } from './payloads.ts';
+
+export interface BenchOptions {
+  /** Modes to run. @default ['single', 'batch'] */
+  readonly modes: readonly Mode[];
+  /** Length of each fixed-rate run. @default 10000 */
+  readonly durationMs: number;
+  /** Single-event fixed rate, requests/s. @default 5000 (the issue's latency target) */
+  readonly singleRate: number;
+  /** Batch fixed rate, requests/s of 100 events. @default 500 (50,000 events/s, the issue's target) */
+  readonly batchRate: number;
+  /** Keep-alive connections the generator holds open, one request in flight on each. @default 256 */
+  readonly connections: number;
+  /** Length of the closed-loop probe and of each max-throughput step. @default 3000 */
+  readonly stepMs: number;
+  /** Longest the first-sight warm-up (every distinct id once) may run; 0 skips it. @default 60000 */
+  readonly warmupMs: number;
+  /** p99 bound for a max-throughput step to count as sustained, ms. @default 100 */
+  readonly maxP99Ms: number;
+  /** How long requests may still finish after a run's schedule ends. @default 3000 */
+  readonly drainMs: number;
+  /** Total time the runner may spend waiting for other work on the machine to stop. @default 30000 */
+  readonly quietWaitMs: number;
+  /** Skip the max-throughput search (fixed-rate runs only). @default false */
+  readonly skipMax: boolean;
+  /** Where results go. @default 'bench/results' */
+  readonly outDir: string;
+}
+
+export const USAGE = `usage: npm run bench:capture -- [flags]
+  --mode single|batch|all   which modes to run (default all)
+  --duration SECONDS        each fixed-rate run (default 10)
+  --rate REQ_PER_S          single-event fixed rate (default 5000)
+  --batch-rate REQ_PER_S    batch fixed rate, 100 events per request (default 500)
+  --connections N           keep-alive connections (default 256)
+  --step SECONDS            closed-loop probe and each max-throughput step (default 3)
+  --warmup SECONDS          time limit of the first-sight warm-up, 0 = skip (default 60)
+  --max-p99 MS              p99 bound for a sustained max-throughput step (default 100)
+  --drain SECONDS           grace for in-flight requests after a run (default 3)
+  --quiet-wait SECONDS      total wait for a quiet machine before runs, 0 = never (default 30)
+  --skip-max                fixed-rate runs only
+  --out-dir DIR             results directory (default bench/results)`;
+
+function positive(name: string, raw: string | undefined, fallback: number, max: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0 || n > max)
+    throw new Error(`--${name} must be a number in (0, ${max}], got '${raw}'`);
+  return n;
+}
+
+/** Parses `args` (without node and the script); throws with a usage-worthy message on anything wrong. */
+export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
+  const { values } = parseArgs({
+    args: [...args],
+    strict: true,
+    allowPositionals: false,
+    options: {
+      mode: { type: 'string' },
+      duration: { type: 'string' },
+      rate: { type: 'string' },
+      'batch-rate': { type: 'string' },
+      connections: { type: 'string' },
+      step: { type: 'string' },
+      warmup: { type: 'string' },
+      'max-p99': { type: 'string' },
+      drain: { type: 'string' },
+      'quiet-wait': { type: 'string' },
+      'skip-max': { type: 'boolean' },
+      'out-dir': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return 'help';
+  const mode = values.mode ?? 'all';
+  if (mode !== 'single' && mode !== 'batch' && mode !== 'all')
+    throw new Error(`--mode must be single, batch or all, got '${mode}'`);
+  const warmup = values.warmup === '0' ? 0 : positive('warmup', values.warmup, 60, 600);
+  const quietWait = values['quiet-wait'] === '0' ? 0 : positive('quiet-wait', values['quiet-wait'], 30, 3600);
+  return {
+    modes: mode === 'all' ? ['single', 'batch'] : [mode],
+    durationMs: positive('duration', values.duration, 10, 600) * 1000,
+    singleRate: positive('rate', values.rate, 5000, 1_000_000),
+    batchRate: positive('batch-rate', values['batch-rate'], 500, 100_000),
+    connections: Math.round(positive('connections', values.connections, 256, 10_000)),
+    stepMs: positive('step', values.step, 3, 600) * 1000,
+    warmupMs: warmup * 1000,
+    maxP99Ms: positive('max-p99', values['max-p99'], 100, 60_000),
+    drainMs: positive('drain', values.drain, 3, 600) * 1000,
+    quietWaitMs: quietWait * 1000,
+    skipMax: values['skip-max'] ?? false,
+    outDir: values['out-dir'] ?? 'bench/results',
+  };
+}

@@ -1,0 +1,138 @@
+/**
+ * The shape of a benchmark run's results (what bench/results/capture-*.json holds), Weir's figures as
+ * ratios to the bare-uWS ceiling, and the issue's targets checked against them.
+ */
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
+import { REPO_ROOT } from './child-processes.ts';
+import type { BenchOptions } from './options.ts';
+import type { Mode } from './payloads.ts';
+import type { FixedRateResult } from './scenario-fixed-rate.ts';
+import type { MaxThroughputResult } from './scenario-max-throughput.ts';
+import type { ServerLog } from './targets.ts';
+
+export interface TargetResults {
+  readonly fixed: FixedRateResult;
+  readonly max: MaxThroughputResult | undefined;
+  readonly log: ServerLog;
+  /** How the server ended on SIGTERM: 0 is a clean drain. */
+  readonly exit: number | string;
+}
+
+/** Weir's figure divided by bare uWS's (throughput: higher is better; latency: lower is better). */
+export interface Ratios {
+  readonly fixedP50: number | undefined;
+  readonly fixedP99: number | undefined;
+  readonly fixedP999: number | undefined;
+  readonly saturation: number | undefined;
+  readonly sustained: number | undefined;
+}
+
+export interface ModeResults {
+  readonly mode: Mode;
+  readonly bare: TargetResults;
+  readonly weir: TargetResults;
+  readonly ratios: Ratios;
+}
+
+export interface TargetCheck {
+  readonly target: string;
+  readonly measured: string;
+  readonly met: boolean | undefined;
+}
+
+export interface BenchResults {
+  readonly command: string;
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly machine: Readonly<Record<string, string | number>>;
+  readonly weirRevision: string;
+  readonly options: BenchOptions;
+  readonly modes: readonly ModeResults[];
+  readonly targets: readonly TargetCheck[];
+}
+
+function ratio(weir: number | undefined, bare: number | undefined): number | undefined {
+  return weir === undefined || bare === undefined || bare === 0 ? undefined : weir / bare;
+}
+
+export function computeRatios(bare: TargetResults, weir: TargetResults): Ratios {
+  const b = bare.fixed.measurement.load.latency;
+  const w = weir.fixed.measurement.load.latency;
+  return {
+    fixedP50: ratio(w.p50, b.p50),
+    fixedP99: ratio(w.p99, b.p99),
+    fixedP999: ratio(w.p999, b.p999),
+    saturation: ratio(weir.max?.saturation.load.okPerSecond, bare.max?.saturation.load.okPerSecond),
+    sustained: ratio(weir.max?.sustained?.rate, bare.max?.sustained?.rate),
+  };
+}
+
+/** The three targets of issue 2, each with the figure it was judged on. Undefined `met`: not measured. */
+export function checkTargets(modes: readonly ModeResults[], options: BenchOptions): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const batch = modes.find((m) => m.mode === 'batch');
+  const single = modes.find((m) => m.mode === 'single');
+  if (batch) {
+    const stored = batch.weir.max?.sustained?.measurement.storedEventsPerSecond;
+    checks.push({
+      target: 'batch mode ≥ 50,000 events/s stored (max sustained)',
+      measured: stored === undefined ? 'no sustained rate found' : `${Math.round(stored)} events/s`,
+      met: options.skipMax ? undefined : stored !== undefined && stored >= 50_000,
+    });
+  }
+  if (single) {
+    const r = single.ratios.sustained;
+    checks.push({
+      target: 'single-event max throughput ≥ 40% of bare uWS',
+      measured:
+        r === undefined
+          ? 'not measured'
+          : `${Math.round(single.weir.max!.sustained!.rate)} / ${Math.round(single.bare.max!.sustained!.rate)} req/s = ${(r * 100).toFixed(1)}%`,
+      met: r === undefined ? (options.skipMax ? undefined : false) : r >= 0.4,
+    });
+    const m = single.weir.fixed.measurement;
+    const clean = m.failed <= m.load.scheduled * 0.001;
+    checks.push({
+      target: 'single-event p99 ≤ 10 ms at 5,000 req/s',
+      measured: `p99 ${m.load.latency.p99.toFixed(2)} ms at ${single.weir.fixed.rate} req/s, ${m.failed} failed`,
+      met: single.weir.fixed.rate === 5000 ? m.load.latency.p99 <= 10 && clean : undefined,
+    });
+  }
+  return checks;
+}
+
+export function machineInfo(): Record<string, string | number> {
+  const cpus = os.cpus();
+  return {
+    cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+    cpus: cpus.length,
+    totalMemGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+  };
+}
+
+/** The commit the measured Weir came from, marked dirty when src/ has uncommitted changes. */
+export function weirRevision(): string {
+  try {
+    const git = (...args: string[]): string =>
+      execFileSync('git', args, {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim();
+    const commit = git('rev-parse', '--short', 'HEAD');
+    return git('status', '--porcelain', '--', 'src').length > 0 ? `${commit} (src/ modified)` : commit;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The command as the person ran it, so the results can be made again. */
+export function commandLine(args: readonly string[]): string {
+  const quoted = args.map((a) => (/^[\w./=:-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`)).join(' ');
+  if (process.env['npm_lifecycle_event'] === 'bench:capture')
+    return `npm run bench:capture${quoted ? ` -- ${quoted}` : ''}`;
+  return `node bin/run-ts.js bench/capture/run.ts${quoted ? ` ${quoted}` : ''}`;
+}

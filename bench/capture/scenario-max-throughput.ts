@@ -1,0 +1,98 @@
+/**
+ * Scenario: the most requests per second a server sustains. A closed-loop probe (every connection sends
+ * again as soon as it is answered) finds where the server saturates; open-loop runs then search below that
+ * rate for the highest one sustained: at least 97% of the offered rate answered 200, at most 0.1% of
+ * requests failed, and p99 (measured from the due time) within the bound. A closed-loop figure alone
+ * would flatter a server that stalls, since a stalled closed loop simply stops offering load.
+ *
+ * The search tries 90% of the probe first (a server that sustains that is near its ceiling), then bisects
+ * between 20% and 90% three times: at most five steps, to within ~9% of the probe rate.
+ */
+import { describe, measure, type BenchContext, type Measurement } from './measure.ts';
+import type { Mode } from './payloads.ts';
+import type { Target } from './targets.ts';
+
+const FIRST_FRACTION = 0.9;
+const LOWEST_FRACTION = 0.2;
+const BISECTIONS = 3;
+const MIN_OK_FRACTION = 0.97;
+const MAX_FAILED_FRACTION = 0.001;
+/** Below this a saturation probe found a broken server, not a slow one: there is nothing to search. */
+const MIN_SEARCH_RATE = 50;
+/** Lets the server settle (GC, store merges) between steps so one step's debt is not billed to the next. */
+const PAUSE_MS = 500;
+
+export interface StepResult {
+  readonly rate: number;
+  readonly sustained: boolean;
+  /** Why the step was not sustained; empty when it was. */
+  readonly reasons: readonly string[];
+  readonly measurement: Measurement;
+}
+
+export interface MaxThroughputResult {
+  readonly saturation: Measurement;
+  readonly steps: readonly StepResult[];
+  /** The highest step sustained, if any. */
+  readonly sustained: StepResult | undefined;
+}
+
+/** Whether a run at `rate` counts as sustained, and if not, why. */
+export function judgeStep(m: Measurement, rate: number, maxP99Ms: number): string[] {
+  const reasons: string[] = [];
+  if (m.load.okPerSecond < rate * MIN_OK_FRACTION)
+    reasons.push(`only ${Math.round(m.load.okPerSecond)} of ${rate} req/s answered 200`);
+  if (m.failed > m.load.scheduled * MAX_FAILED_FRACTION)
+    reasons.push(`${m.failed} of ${m.load.scheduled} requests failed`);
+  if (m.load.latency.p99 > maxP99Ms) reasons.push(`p99 ${m.load.latency.p99.toFixed(1)} ms > ${maxP99Ms} ms`);
+  return reasons;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export async function runMaxThroughput(
+  bench: BenchContext,
+  target: Target,
+  mode: Mode,
+): Promise<MaxThroughputResult> {
+  const { stepMs, maxP99Ms } = bench.options;
+  const saturation = await measure(bench, target, { mode, rate: null, durationMs: stepMs });
+  bench.progress(`  probe     ${describe(saturation)}`);
+  const ceiling = saturation.load.okPerSecond;
+  const steps: StepResult[] = [];
+  if (ceiling < MIN_SEARCH_RATE) return { saturation, steps, sustained: undefined };
+
+  const tryFraction = async (fraction: number): Promise<StepResult> => {
+    await sleep(PAUSE_MS);
+    const rate = Math.round(ceiling * fraction);
+    const failing = (m: Measurement): boolean => judgeStep(m, rate, maxP99Ms).length > 0;
+    const measurement = await measure(bench, target, { mode, rate, durationMs: stepMs, retryIf: failing });
+    const reasons = judgeStep(measurement, rate, maxP99Ms);
+    const step: StepResult = { rate, sustained: reasons.length === 0, reasons, measurement };
+    steps.push(step);
+    bench.progress(
+      `  step      ${describe(measurement)}${step.sustained ? '  ✓' : `  ✗ ${reasons.join('; ')}`}`,
+    );
+    return step;
+  };
+
+  const first = await tryFraction(FIRST_FRACTION);
+  if (first.sustained) return { saturation, steps, sustained: first };
+  let best: StepResult | undefined;
+  let lo = LOWEST_FRACTION;
+  let hi = FIRST_FRACTION;
+  for (let i = 0; i < BISECTIONS; i++) {
+    const mid = (lo + hi) / 2;
+    const step = await tryFraction(mid);
+    if (step.sustained) {
+      best = step;
+      lo = mid;
+    } else hi = mid;
+  }
+  // Every bisection failed: the floor itself has not been tried yet.
+  if (!best) {
+    const floor = await tryFraction(LOWEST_FRACTION);
+    if (floor.sustained) best = floor;
+  }
+  return { saturation, steps, sustained: best };
+}
