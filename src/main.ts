@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import uWS from 'uWebSockets.js';
 import { registerOpsRoutes } from './api/ops-routes.ts';
 import { EmbeddedBus } from './bus/embedded-bus.ts';
@@ -14,7 +13,7 @@ import type { Logger } from './core/logger.ts';
 import { Metrics } from './core/metrics.ts';
 import { InFlight } from './http/in-flight.ts';
 import { IngestService } from './ingest/ingest-service.ts';
-import { ClickHouseStore, migrate } from './store/clickhouse-store.ts';
+import { type LoggedStore, openEmbeddedStore } from './store/logged-store.ts';
 import { DataDirLock } from './store/data-dir-lock.ts';
 
 export interface Weir {
@@ -34,12 +33,11 @@ export interface Weir {
  */
 export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
   const lock = DataDirLock.acquire(config.dataDir);
-  let store: ClickHouseStore | undefined;
+  let store: LoggedStore | undefined;
   try {
     const catalog = await FileCatalog.open(config);
-    store = ClickHouseStore.open({ kind: 'chdb', path: join(config.dataDir, 'chdb') });
-    await migrate(store, logger);
     const metrics = new Metrics();
+    store = await openEmbeddedStore(config, { logger, metrics });
     const ingest = new IngestService(config, { store, metrics, logger });
     await ingest.start(config.dedupWindow);
     const { bus, stopConsumers } = await openBus(config, ingest, metrics, logger);

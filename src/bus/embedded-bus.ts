@@ -6,6 +6,8 @@ import { AppError } from '../errors/app-error.ts';
 /** Where the embedded bus delivers: ingest, in the same process. */
 export interface EventSink {
   handle(batch: EventBatch): Promise<void>;
+  /** False while ingest cannot take more (its store is behind): the request is refused before any of it is taken. */
+  accepting(): boolean;
 }
 
 export interface EmbeddedBusConfig {
@@ -36,7 +38,10 @@ export class EmbeddedBus implements Bus {
       throw new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 });
     let count = 0;
     for (const b of batches) count += b.events.length;
-    if (this.#pending > 0 && this.#pending + count > this.#config.maxPendingEvents) {
+    if (
+      (this.#pending > 0 && this.#pending + count > this.#config.maxPendingEvents) ||
+      !this.#sink.accepting()
+    ) {
       throw new AppError('unavailable', { retryAfterSeconds: 1, retriable: true });
     }
     this.#pending += count;

@@ -1,6 +1,7 @@
-import { join } from 'node:path';
 import { loadConfig } from '../config/config.ts';
-import { ClickHouseStore } from '../store/clickhouse-store.ts';
+import { createLogger } from '../core/logger.ts';
+import { Metrics } from '../core/metrics.ts';
+import { openEmbeddedStore } from '../store/logged-store.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
 
 /**
@@ -16,7 +17,14 @@ export async function runSql(flags: Record<string, string | undefined>, sql: str
     if (flags[name] !== undefined) throw new Error(`sql does not take --${name}`);
   }
   const lock = DataDirLock.acquire(config.dataDir);
-  const store = ClickHouseStore.open({ kind: 'chdb', path: join(config.dataDir, 'chdb') });
+  // Opening applies what the commit log holds, so the answer includes every event Weir acknowledged.
+  const store = await openEmbeddedStore(config, {
+    logger: createLogger('warn', process.stderr),
+    metrics: new Metrics({ defaultMetrics: false }),
+  }).catch((err: unknown) => {
+    lock.release();
+    throw err;
+  });
   try {
     const rows = await store.query(sql);
     const out = rows.map((r) => JSON.stringify(r)).join('\n');

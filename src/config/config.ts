@@ -35,6 +35,12 @@ export interface Config {
   readonly busPartitions: number;
   /** How long capture waits for JetStream to acknowledge a publish before answering 503. @default 5000 */
   readonly publishTimeoutMs: number;
+  /** fdatasync every commit of the embedded store (survives power loss) or not (survives a crash of Weir). @default true */
+  readonly storeFsync: boolean;
+  /** MiB committed to the embedded store's log and not yet applied to its tables before capture answers 503. @default 256 */
+  readonly storeMaxPendingMb: number;
+  /** Longest a committed row waits before the embedded store applies it to its tables (reads never wait). @default 200 */
+  readonly storeApplyIntervalMs: number;
   /** Longest a graceful shutdown waits for in-flight work before giving up. @default 15000 */
   readonly shutdownTimeoutMs: number;
 }
@@ -65,6 +71,13 @@ function int(min: number, max: number): Parser<number> {
     return n;
   };
 }
+
+const bool: Parser<boolean> = (raw, name) => {
+  const v = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  throw new ConfigError(`${name} must be true or false, got '${raw}'`);
+};
 
 const logLevel: Parser<Config['logLevel']> = (raw, name) => {
   const level = LOG_LEVELS.find((l) => l === raw.trim().toLowerCase());
@@ -113,6 +126,19 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     env: 'WEIR_COMMIT_MAX_ROWS',
     parse: int(1, 10_000_000),
     default: 50_000,
+  },
+  storeFsync: { key: 'storeFsync', env: 'WEIR_STORE_FSYNC', parse: bool, default: true },
+  storeMaxPendingMb: {
+    key: 'storeMaxPendingMb',
+    env: 'WEIR_STORE_MAX_PENDING_MB',
+    parse: int(1, 1_000_000),
+    default: 256,
+  },
+  storeApplyIntervalMs: {
+    key: 'storeApplyIntervalMs',
+    env: 'WEIR_STORE_APPLY_INTERVAL_MS',
+    parse: int(1, 60_000),
+    default: 200,
   },
   dedupWindow: {
     key: 'dedupWindow',

@@ -74,6 +74,41 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly storeCommitDuration = new Histogram({
+    name: 'weir_store_commit_duration_seconds',
+    help: "Duration of one commit to the embedded store's commit log (write, and fdatasync if enabled).",
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+    registers: [this.registry],
+  });
+  readonly storePendingBytes = new Gauge({
+    name: 'weir_store_pending_bytes',
+    help: 'Bytes committed to the commit log and not yet applied to the tables.',
+    registers: [this.registry],
+  });
+  readonly storeApplyDuration = new Histogram({
+    name: 'weir_store_apply_duration_seconds',
+    help: 'Duration of applying one block of the commit log to the tables.',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly storeApplyRows = new Histogram({
+    name: 'weir_store_apply_rows',
+    help: 'Rows in one applied block of the commit log.',
+    buckets: [1, 10, 100, 1000, 10000, 100000, 1000000],
+    registers: [this.registry],
+  });
+  readonly storeApplyErrors = new Counter({
+    name: 'weir_store_apply_errors_total',
+    help: 'Failed attempts to apply a block of the commit log (retried with backoff; nothing is lost).',
+    registers: [this.registry],
+  });
+  readonly storeRowsRejected = new Counter({
+    name: 'weir_store_rows_rejected_total',
+    help: 'Rows the store refused as bad data, set aside in the commit log directory (rejected.jsonl).',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'weir_' });
   }

@@ -28,6 +28,11 @@ export interface Store {
   query<T = Row>(sql: string, params?: Record<string, unknown>): Promise<T[]>;
   /** Runs a statement that returns no rows (DDL). */
   command(sql: string): Promise<void>;
+  /**
+   * False while the store is too far behind to take a new request's rows whole; capture then refuses the
+   * request up front (503) rather than have part of it stored. Stores that never fall behind omit it.
+   */
+  accepting?(): boolean;
   close(): Promise<void>;
 }
 

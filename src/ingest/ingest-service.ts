@@ -95,6 +95,10 @@ export class IngestService {
     this.#deps.logger.info({ uuids: rows.length }, 'duplicate window warmed from the store');
   }
 
+  accepting(): boolean {
+    return this.#deps.store.accepting?.() ?? true;
+  }
+
   async handle(batch: EventBatch): Promise<void> {
     const commits: Promise<void>[] = [];
     if (batch.warnings.length > 0)

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { createChdbConnection } from 'chdb/connection';
 import type { Row, Store } from '../core/ports.ts';
@@ -13,22 +14,52 @@ export type StoreLocation =
  * The Store on ClickHouse through `@clickhouse/client`: over HTTP to a server, or in-process on chDB via
  * `chdb/connection`. The SQL is the same; only the connection differs. The client's types stay in here.
  */
+/** chDB's own passthrough insert: the bytes go to the engine's parser as they are, off the main thread. */
+type RawInsert = (params: {
+  table: string;
+  values: Buffer;
+  format: 'JSONEachRow';
+  settings?: Record<string, string | number>;
+}) => Promise<unknown>;
+
 export class ClickHouseStore implements Store {
   readonly #client: ClickHouseClient;
+  readonly #rawInsert: RawInsert | undefined;
 
-  private constructor(client: ClickHouseClient) {
+  private constructor(client: ClickHouseClient, rawInsert: RawInsert | undefined) {
     this.#client = client;
+    this.#rawInsert = rawInsert;
   }
 
   static open(location: StoreLocation): ClickHouseStore {
-    const client =
-      location.kind === 'chdb'
-        ? // chdb ships its own copy of clickhouse-js's Connection types; the shapes are the same.
-          createClient({
-            connection: createChdbConnection({ path: location.path }) as unknown as ChConnection,
-          })
-        : createClient({ url: location.url });
-    return new ClickHouseStore(client);
+    if (location.kind === 'http') return new ClickHouseStore(createClient({ url: location.url }), undefined);
+    const connection = createChdbConnection({ path: location.path });
+    // chdb ships its own copy of clickhouse-js's Connection types; the shapes are the same.
+    const client = createClient({ connection: connection as unknown as ChConnection });
+    const raw = (connection as unknown as { chdb: { rawInsert: RawInsert } }).chdb.rawInsert;
+    return new ClickHouseStore(client, raw);
+  }
+
+  /**
+   * Inserts JSONEachRow bytes as one block. `token` makes a repeated insert of the same block a no-op
+   * (tables carry `non_replicated_deduplication_window`).
+   */
+  async insertRaw(table: string, data: Buffer, token: string): Promise<void> {
+    if (this.#rawInsert) {
+      await this.#rawInsert({
+        table,
+        values: data,
+        format: 'JSONEachRow',
+        settings: { insert_deduplication_token: token, optimize_on_insert: 0 },
+      });
+      return;
+    }
+    await this.#client.insert({
+      table,
+      values: Readable.from([data]),
+      format: 'JSONEachRow',
+      clickhouse_settings: { insert_deduplication_token: token, optimize_on_insert: 0 },
+    });
   }
 
   async insert(table: string, rows: readonly Row[]): Promise<void> {

@@ -95,4 +95,19 @@ export const MIGRATIONS: readonly Migration[] = [
       ORDER BY (project_id, group_type)`,
     ],
   },
+  {
+    version: 4,
+    name: 'block_deduplication',
+    // The embedded store applies its commit log in blocks, each with a deduplication token, so a block
+    // applied again after a crash is not stored twice. Non-replicated tables keep no token history unless
+    // asked to.
+    statements: [
+      'events',
+      'ingestion_warnings',
+      'persons',
+      'person_distinct_ids',
+      'groups',
+      'group_type_mapping',
+    ].map((t) => `ALTER TABLE ${t} MODIFY SETTING non_replicated_deduplication_window = 10000`),
+  },
 ];

@@ -1,0 +1,396 @@
+import { appendFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from '../core/logger.ts';
+import type { Metrics } from '../core/metrics.ts';
+import type { Row, Store } from '../core/ports.ts';
+import { ClickHouseStore, migrate } from './clickhouse-store.ts';
+import { CommitLog, comparePositions, type LogFrame, type LogPosition } from './commit-log.ts';
+
+export interface LoggedStoreOptions {
+  /** Directory of the commit log. */
+  readonly dir: string;
+  /** fdatasync each commit (survives power loss) or not (survives a crash of Weir). */
+  readonly fsync: boolean;
+  /** Bytes committed but not yet applied to the tables before inserts are refused (back-pressure). */
+  readonly maxPendingBytes: number;
+  /** Longest a committed row waits before it is applied when nothing asks for it sooner. @default 200 */
+  readonly applyIntervalMs?: number;
+  /** Most bytes in one applied block. @default 32 MiB */
+  readonly applyMaxBytes?: number;
+}
+
+export interface LoggedStoreDeps {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+}
+
+/** The store cannot take more rows until the tables catch up with the commit log. */
+export class StoreBusyError extends Error {
+  constructor(pendingBytes: number) {
+    super(`the store is behind: ${pendingBytes} bytes committed and not yet applied`);
+    this.name = 'StoreBusyError';
+  }
+}
+
+/**
+ * ClickHouse errors that say a row's data is bad (a parse or type error), as opposed to the store being
+ * unable to write at all. Only these make the applier look for the rows at fault.
+ */
+const DATA_ERROR_CODES = new Set([
+  6, 26, 27, 33, 38, 41, 53, 69, 70, 72, 73, 117, 131, 321, 376, 407, 441, 467, 468, 691,
+]);
+
+function isDataError(err: unknown): boolean {
+  const code = (err as { clickhouseCode?: unknown }).clickhouseCode;
+  return typeof code === 'number' && DATA_ERROR_CODES.has(code);
+}
+
+// Capped at Retry-After's one second: a client told to come back then should find the store caught up.
+const BACKOFF_MS = [50, 100, 250, 500, 1000];
+
+/**
+ * The embedded Store: a commit is an append to the commit log (see commit-log.ts for why), and an applier
+ * moves the log into the ClickHouse tables in large blocks — every `applyIntervalMs`, sooner when a block
+ * fills, and always before a query or command runs, so every read sees every committed row.
+ *
+ * Each block is applied with a deduplication token recorded before its inserts, so a block re-applied after
+ * a crash is not stored twice. A row the engine refuses (bad data) is found by bisection, written to
+ * `rejected.jsonl` beside the log, counted and logged; the rest of its block is applied. Any other failure
+ * leaves the block in the log and is retried with backoff; past `maxPendingBytes` inserts are refused, which
+ * capture answers with 503.
+ */
+export class LoggedStore implements Store {
+  readonly #inner: ClickHouseStore;
+  readonly #log: CommitLog;
+  readonly #deps: LoggedStoreDeps;
+  readonly #options: Required<LoggedStoreOptions>;
+  /** Written, not yet applied, in log order. */
+  #frames: LogFrame[] = [];
+  #pendingBytes = 0;
+  #applied: LogPosition;
+  #applying: Promise<void> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #failures = 0;
+  #closed = false;
+
+  private constructor(
+    inner: ClickHouseStore,
+    log: CommitLog,
+    applied: LogPosition,
+    options: Required<LoggedStoreOptions>,
+    deps: LoggedStoreDeps,
+  ) {
+    this.#inner = inner;
+    this.#log = log;
+    this.#applied = applied;
+    this.#options = options;
+    this.#deps = deps;
+  }
+
+  /** Opens the commit log over `inner` and applies whatever a previous run left in it. */
+  static async open(
+    inner: ClickHouseStore,
+    options: LoggedStoreOptions,
+    deps: LoggedStoreDeps,
+  ): Promise<LoggedStore> {
+    const full = { applyIntervalMs: 200, applyMaxBytes: 32 * 1024 * 1024, ...options };
+    const { log, recovery } = await CommitLog.open({ dir: options.dir, fsync: options.fsync });
+    if (recovery.truncatedBytes > 0)
+      deps.logger.warn({ bytes: recovery.truncatedBytes }, 'commit log: cut off a torn write at its tail');
+    for (const path of recovery.corruptSegments)
+      deps.logger.error(
+        { path },
+        'commit log: a corrupt segment was set aside; its rows after the damage are not applied',
+      );
+    const store = new LoggedStore(inner, log, recovery.applied, full, deps);
+    for (const f of recovery.frames) store.#track(f);
+    if (recovery.frames.length > 0)
+      deps.logger.info({ frames: recovery.frames.length }, 'commit log: applying what the last run left');
+    if (recovery.intent) {
+      // Re-apply exactly the block that was in progress, with its token, so nothing of it is stored twice.
+      const through = recovery.intent.to;
+      const count = store.#frames.findIndex((f) => comparePositions(f.end, through) > 0);
+      const take = count === -1 ? store.#frames.length : count;
+      await store.#applyBlock(store.#frames.slice(0, take), recovery.intent.token);
+    }
+    await store.#applyAll();
+    return store;
+  }
+
+  async insert(table: string, rows: readonly Row[]): Promise<void> {
+    if (rows.length === 0) return;
+    if (this.#closed) throw new Error('the store is closed');
+    let text = '';
+    for (const r of rows) text += `${JSON.stringify(r)}\n`;
+    const data = Buffer.from(text);
+    if (this.#pendingBytes > 0 && this.#pendingBytes + data.length > this.#options.maxPendingBytes)
+      throw new StoreBusyError(this.#pendingBytes);
+    const started = performance.now();
+    this.#pendingBytes += data.length;
+    let frame: LogFrame;
+    try {
+      frame = await this.#log.append(table, rows.length, data);
+    } catch (err) {
+      this.#pendingBytes -= data.length;
+      throw err;
+    }
+    this.#pendingBytes -= data.length;
+    this.#deps.metrics.storeCommitDuration.observe((performance.now() - started) / 1000);
+    this.#track(frame);
+    this.#schedule();
+  }
+
+  /**
+   * Takes new requests while under three quarters of the bound; the last quarter is headroom for requests
+   * already taken, so a request is refused whole rather than stored in part.
+   */
+  accepting(): boolean {
+    return this.#pendingBytes <= this.#options.maxPendingBytes * 0.75;
+  }
+
+  async query<T = Row>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
+    await this.#applyAll();
+    return this.#inner.query<T>(sql, params);
+  }
+
+  /**
+   * Runs a statement after applying what is committed. A statement is not held up by a failing apply: DDL
+   * may be exactly what repairs it (a table renamed back), and the applier retries on its own.
+   */
+  async command(sql: string): Promise<void> {
+    await this.#applyAll().catch(() => undefined);
+    await this.#inner.command(sql);
+    if (this.#failures > 0) {
+      // The statement may have repaired what the applier tripped on: try again now, not after the backoff.
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      void this.#applyAll().catch(() => undefined);
+    }
+  }
+
+  /** Applies what is committed, then closes. What cannot be applied now stays in the log for next start. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    try {
+      await this.#applyAll();
+    } catch (err) {
+      this.#deps.logger.error(
+        { err, frames: this.#frames.length },
+        'commit log: could not apply everything before stopping; the rest is applied at the next start',
+      );
+    }
+    await this.#log.close();
+    await this.#inner.close();
+  }
+
+  #track(frame: LogFrame): void {
+    this.#frames.push(frame);
+    this.#pendingBytes += frame.data.length;
+    this.#deps.metrics.storePendingBytes.set(this.#pendingBytes);
+  }
+
+  #schedule(): void {
+    if (this.#applying) return;
+    if (this.#pendingBytes >= this.#options.applyMaxBytes) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      void this.#applyAll().catch(() => undefined);
+      return;
+    }
+    this.#timer ??= setTimeout(() => {
+      this.#timer = undefined;
+      void this.#applyAll().catch(() => undefined);
+    }, this.#options.applyIntervalMs);
+  }
+
+  /**
+   * Applies every frame written so far. One block at a time; a caller arriving while a block is applied
+   * waits for it and then applies what remains. Rejects when a block fails (it stays in the log and a retry
+   * is scheduled).
+   */
+  async #applyAll(): Promise<void> {
+    const target = this.#frames.at(-1)?.end;
+    if (target === undefined) return;
+    while (comparePositions(this.#applied, target) < 0) {
+      if (this.#applying) {
+        await this.#applying;
+        continue;
+      }
+      const block = this.#nextBlock();
+      const run = this.#applyBlock(block, blockToken(this.#applied, block.at(-1)!.end));
+      this.#applying = run;
+      try {
+        await run;
+        this.#failures = 0;
+      } catch (err) {
+        this.#failures += 1;
+        this.#deps.metrics.storeApplyErrors.inc();
+        this.#deps.logger.error(
+          { err, attempt: this.#failures },
+          'commit log: applying a block failed; retrying',
+        );
+        this.#retryLater();
+        throw err;
+      } finally {
+        this.#applying = undefined;
+      }
+    }
+    if (this.#frames.length > 0) this.#schedule();
+  }
+
+  #nextBlock(): LogFrame[] {
+    let bytes = 0;
+    let i = 0;
+    while (
+      i < this.#frames.length &&
+      (i === 0 || bytes + this.#frames[i]!.data.length <= this.#options.applyMaxBytes)
+    ) {
+      bytes += this.#frames[i]!.data.length;
+      i++;
+    }
+    return this.#frames.slice(0, i);
+  }
+
+  #retryLater(): void {
+    if (this.#closed) return;
+    clearTimeout(this.#timer);
+    const delay = BACKOFF_MS[Math.min(this.#failures, BACKOFF_MS.length) - 1]!;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.#applyAll().catch(() => undefined);
+    }, delay);
+  }
+
+  /** Moves `block` (the oldest frames) into the tables under `token`, then drops it from the log. */
+  async #applyBlock(block: readonly LogFrame[], token: string): Promise<void> {
+    if (block.length === 0) return;
+    const to = block.at(-1)!.end;
+    await this.#log.beginApply({ from: this.#applied, to, token });
+    const started = performance.now();
+    const byTable = new Map<string, Buffer[]>();
+    let rows = 0;
+    for (const f of block) {
+      rows += f.rows;
+      const parts = byTable.get(f.table);
+      if (parts) parts.push(f.data);
+      else byTable.set(f.table, [f.data]);
+    }
+    for (const [table, parts] of byTable) {
+      const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+      await this.#insertChecked(table, data, `${token}:${table}`);
+    }
+    await this.#log.endApply(to);
+    this.#applied = to;
+    let bytes = 0;
+    for (const f of block) bytes += f.data.length;
+    this.#frames.splice(0, block.length);
+    this.#pendingBytes -= bytes;
+    this.#deps.metrics.storePendingBytes.set(this.#pendingBytes);
+    this.#deps.metrics.storeApplyDuration.observe((performance.now() - started) / 1000);
+    this.#deps.metrics.storeApplyRows.observe(rows);
+  }
+
+  /** Inserts `data`; on a data error, finds the rows at fault by bisection and sets them aside. */
+  async #insertChecked(table: string, data: Buffer, token: string): Promise<void> {
+    try {
+      await this.#inner.insertRaw(table, data, token);
+    } catch (err) {
+      if (!isDataError(err)) throw err;
+      await this.#bisect(table, splitLines(data), 0, -1, token, err);
+    }
+  }
+
+  async #bisect(
+    table: string,
+    lines: readonly Buffer[],
+    lo: number,
+    hi: number,
+    token: string,
+    err: unknown,
+  ): Promise<void> {
+    const end = hi === -1 ? lines.length : hi;
+    if (end - lo === 1) {
+      await this.#reject(table, lines[lo]!, err);
+      return;
+    }
+    const mid = (lo + end) >> 1;
+    for (const [a, b] of [
+      [lo, mid],
+      [mid, end],
+    ] as const) {
+      try {
+        await this.#inner.insertRaw(table, Buffer.concat(lines.slice(a, b)), `${token}:${a}-${b}`);
+      } catch (e) {
+        if (!isDataError(e)) throw e;
+        await this.#bisect(table, lines, a, b, token, e);
+      }
+    }
+  }
+
+  async #reject(table: string, line: Buffer, err: unknown): Promise<void> {
+    const row = line.toString().trimEnd();
+    const error = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    this.#deps.metrics.storeRowsRejected.inc({ table });
+    this.#deps.logger.error(
+      { table, error },
+      'commit log: the store refused a row; set aside in rejected.jsonl',
+    );
+    await appendFile(
+      join(this.#options.dir, 'rejected.jsonl'),
+      `${JSON.stringify({ at: new Date().toISOString(), table, error, row })}\n`,
+    );
+  }
+}
+
+/** The deduplication token of the block of the log between two positions: the same block, the same token. */
+export function blockToken(from: LogPosition, to: LogPosition): string {
+  return `${from.segment}.${from.offset}-${to.segment}.${to.offset}`;
+}
+
+function splitLines(data: Buffer): Buffer[] {
+  const lines: Buffer[] = [];
+  let start = 0;
+  for (;;) {
+    const nl = data.indexOf(10, start);
+    if (nl === -1) break;
+    lines.push(data.subarray(start, nl + 1));
+    start = nl + 1;
+  }
+  if (start < data.length) lines.push(data.subarray(start));
+  return lines;
+}
+
+export interface EmbeddedStoreConfig {
+  readonly dataDir: string;
+  readonly storeFsync: boolean;
+  readonly storeMaxPendingMb: number;
+  readonly storeApplyIntervalMs: number;
+}
+
+/**
+ * Opens the embedded store of a data directory: chDB in `<dataDir>/chdb`, schema migrated, and the commit log
+ * in `<dataDir>/commit-log` applied, so what a previous run committed is in the tables before anything reads.
+ */
+export async function openEmbeddedStore(
+  config: EmbeddedStoreConfig,
+  deps: LoggedStoreDeps,
+): Promise<LoggedStore> {
+  const inner = ClickHouseStore.open({ kind: 'chdb', path: join(config.dataDir, 'chdb') });
+  try {
+    await migrate(inner, deps.logger);
+    return await LoggedStore.open(
+      inner,
+      {
+        dir: join(config.dataDir, 'commit-log'),
+        fsync: config.storeFsync,
+        maxPendingBytes: config.storeMaxPendingMb * 1024 * 1024,
+        applyIntervalMs: config.storeApplyIntervalMs,
+      },
+      deps,
+    );
+  } catch (err) {
+    await inner.close().catch(() => undefined);
+    throw err;
+  }
+}

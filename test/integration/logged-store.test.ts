@@ -1,0 +1,136 @@
+/**
+ * The embedded store on real chDB: a commit is visible to the next query, what a crash left in the commit
+ * log is applied at the next open exactly once, a row the engine refuses is set aside without holding up
+ * the rest, and a store that cannot apply refuses new rows past its bound and loses none it took.
+ */
+import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { createLogger } from '../../src/core/logger.ts';
+import { Metrics } from '../../src/core/metrics.ts';
+import { CommitLog } from '../../src/store/commit-log.ts';
+import {
+  blockToken,
+  type EmbeddedStoreConfig,
+  type LoggedStore,
+  openEmbeddedStore,
+  StoreBusyError,
+} from '../../src/store/logged-store.ts';
+import { eventRows } from '../helpers/rows.ts';
+
+const dataDir = await mkdtemp(join(tmpdir(), 'weir-logged-store-'));
+t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+const logDir = join(dataDir, 'commit-log');
+const metrics = new Metrics({ defaultMetrics: false });
+const deps = { logger: createLogger('silent'), metrics };
+// A long apply interval: anything visible before it passed was applied because a read asked for it.
+const config: EmbeddedStoreConfig = {
+  dataDir,
+  storeFsync: true,
+  storeMaxPendingMb: 256,
+  storeApplyIntervalMs: 60_000,
+};
+
+let store: LoggedStore = await openEmbeddedStore(config, deps);
+t.teardown(() => store.close());
+
+async function reopen(overrides: Partial<EmbeddedStoreConfig> = {}): Promise<void> {
+  await store.close();
+  store = await openEmbeddedStore({ ...config, ...overrides }, deps);
+}
+
+async function count(tag: string): Promise<{ rows: number; distinct: number }> {
+  const [r] = await store.query<{ rows: string; distinct: string }>(
+    `SELECT count() AS rows, uniqExact(uuid) AS distinct FROM events WHERE event = {tag:String}`,
+    { tag },
+  );
+  return { rows: Number(r!.rows), distinct: Number(r!.distinct) };
+}
+
+t.test('a committed row is visible to the very next query', async (t) => {
+  await store.insert('events', eventRows('visible', 3));
+  t.same(await count('visible'), { rows: 3, distinct: 3 });
+});
+
+t.test('rows a crash left in the commit log are applied at the next open', async (t) => {
+  await store.close();
+  // What a process that died after committing leaves behind: frames in the log, not in the tables.
+  const { log } = await CommitLog.open({ dir: logDir, fsync: true });
+  const lines = eventRows('left-behind', 5).map((r) => `${JSON.stringify(r)}\n`);
+  await log.append('events', 5, Buffer.from(lines.join('')));
+  await log.close();
+  store = await openEmbeddedStore(config, deps);
+  t.same(await count('left-behind'), { rows: 5, distinct: 5 });
+});
+
+t.test('a block applied just before a crash, but not yet marked, is not stored twice', async (t) => {
+  await store.close();
+  const statePath = join(logDir, 'state.json');
+  const before = JSON.parse(await readFile(statePath, 'utf8')) as { applied: unknown };
+  const { log } = await CommitLog.open({ dir: logDir, fsync: true });
+  const lines = eventRows('applied-twice', 4).map((r) => `${JSON.stringify(r)}\n`);
+  const frame = await log.append('events', 4, Buffer.from(lines.join('')));
+  await log.close();
+  store = await openEmbeddedStore(config, deps); // applies the block and marks it
+  t.same(await count('applied-twice'), { rows: 4, distinct: 4 });
+  await store.close();
+  // Put the mark back to "in progress": as if the process died between the insert and the mark.
+  const from = before.applied as { segment: number; offset: number };
+  await writeFile(
+    statePath,
+    JSON.stringify({ applied: from, intent: { from, to: frame.end, token: blockToken(from, frame.end) } }),
+  );
+  store = await openEmbeddedStore(config, deps);
+  t.same(await count('applied-twice'), { rows: 4, distinct: 4 }, 're-applied under the same token');
+});
+
+t.test('a torn write at the tail of the log is cut off and the rest applied', async (t) => {
+  await store.close();
+  const { log } = await CommitLog.open({ dir: logDir, fsync: true });
+  const lines = eventRows('before-tear', 2).map((r) => `${JSON.stringify(r)}\n`);
+  const frame = await log.append('events', 2, Buffer.from(lines.join('')));
+  await log.close();
+  await appendFile(
+    join(logDir, `${String(frame.end.segment).padStart(20, '0')}.log`),
+    Buffer.from([0xff, 0x00, 0x00, 0x00, 1, 2, 3]),
+  );
+  store = await openEmbeddedStore(config, deps);
+  t.same(await count('before-tear'), { rows: 2, distinct: 2 });
+});
+
+t.test('a row the engine refuses is set aside; the rest of its block is stored', async (t) => {
+  const rows = eventRows('poison', 9);
+  rows[4] = { ...rows[4]!, uuid: 'not-a-uuid' };
+  await store.insert('events', rows);
+  t.same(await count('poison'), { rows: 8, distinct: 8 });
+  const rejected = (await readFile(join(logDir, 'rejected.jsonl'), 'utf8')).trim().split('\n');
+  t.equal(rejected.length, 1);
+  t.match(JSON.parse(rejected[0]!), { table: 'events', row: /not-a-uuid/, error: /UUID/ });
+  const metric = await metrics.registry.getSingleMetricAsString('weir_store_rows_rejected_total');
+  t.match(metric, /weir_store_rows_rejected_total\{table="events"\} 1/);
+});
+
+t.test('a store that cannot apply refuses rows past its bound and loses none it took', async (t) => {
+  await reopen({ storeMaxPendingMb: 1 });
+  await store.command('RENAME TABLE events TO events_away');
+  let accepted = 0;
+  let busy: unknown;
+  const big = 'x'.repeat(20_000);
+  for (let i = 0; i < 200 && busy === undefined; i++) {
+    const rows = eventRows('behind', 10, i * 10).map((r) => ({ ...r, properties: JSON.stringify({ big }) }));
+    try {
+      await store.insert('events', rows);
+      accepted += rows.length;
+    } catch (err) {
+      busy = err;
+    }
+  }
+  t.ok(busy instanceof StoreBusyError, 'past the bound, inserts are refused');
+  t.ok(accepted > 0, `rows were taken before the bound (${accepted})`);
+  await t.rejects(count('behind'), 'a read fails rather than miss committed rows');
+  await store.command('RENAME TABLE events_away TO events');
+  t.same(await count('behind'), { rows: accepted, distinct: accepted }, 'every row taken is stored once');
+  const segments = (await readdir(logDir)).filter((f) => f.endsWith('.log'));
+  t.ok(segments.length <= 2, `applied segments are removed (${segments.length} left)`);
+});
