@@ -1,4 +1,5 @@
 import uWS from 'uWebSockets.js';
+import { registerManagementRoutes } from './api/management-routes.ts';
 import { registerOpsRoutes } from './api/ops-routes.ts';
 import { EmbeddedBus } from './bus/embedded-bus.ts';
 import { LaneConsumer } from './bus/jetstream/consumer.ts';
@@ -47,6 +48,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
 
     const app = uWS.App();
     registerCaptureRoutes(app, { service: capture, inFlight, metrics, logger });
+    registerManagementRoutes(app, { catalog, inFlight, logger });
     registerOpsRoutes(app, { metrics, logger, isReady: () => ready && bus.isReady() });
     const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
       app.listen(config.host, config.port, (socket) => {

@@ -1,27 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Catalog, Project } from '../core/ports.ts';
+import type { Catalog, NewPersonalApiKey, PersonalApiKey, Project } from '../core/ports.ts';
+import { CatalogState, type CatalogSnapshot, type StoredPersonalApiKey } from './catalog-state.ts';
 import { generateKey, hashKey, maskKey } from './keys.ts';
-
-export type Scope = 'query:read' | 'endpoint:read' | 'endpoint:write' | 'project:write' | '*';
-
-export interface PersonalApiKeyRecord {
-  readonly id: string;
-  readonly label: string;
-  readonly valueHash: string;
-  readonly mask: string;
-  readonly scopes: readonly Scope[];
-  readonly projects: readonly number[];
-  readonly createdAt: string;
-}
-
-interface CatalogFile {
-  version: 1;
-  nextProjectId: number;
-  projects: Project[];
-  personalApiKeys: PersonalApiKeyRecord[];
-}
 
 /** What a first start made, so the CLI can tell the person starting Weir (once). */
 export interface Bootstrap {
@@ -39,84 +22,160 @@ export interface FileCatalogOptions {
 }
 
 /**
- * The Catalog in a JSON file in the data directory (embedded deployment). Reads are served from memory;
- * each change rewrites the file atomically (write a temporary file, then rename).
+ * The Catalog in a JSON file in the data directory (embedded deployment). Reads are served from memory.
+ * Changes run one at a time (a promise chain), so concurrent requests never lose one another's change;
+ * each writes the whole file atomically (temporary file, fsync, rename) and only then becomes visible.
+ * One process owns the data directory (its lock), so the file has one writer.
  */
 export class FileCatalog implements Catalog {
   readonly #path: string;
-  #data: CatalogFile;
-  #byToken = new Map<string, Project>();
+  #state: CatalogState;
+  #tail: Promise<unknown> = Promise.resolve();
   /** Set on the start that created the catalog. */
   readonly bootstrap: Bootstrap | undefined;
 
-  private constructor(path: string, data: CatalogFile, bootstrap: Bootstrap | undefined) {
+  private constructor(path: string, state: CatalogState, bootstrap: Bootstrap | undefined) {
     this.#path = path;
-    this.#data = data;
+    this.#state = state;
     this.bootstrap = bootstrap;
-    this.#index();
   }
 
   static async open(options: FileCatalogOptions): Promise<FileCatalog> {
     await mkdir(options.dataDir, { recursive: true });
     const path = join(options.dataDir, 'catalog.json');
     if (existsSync(path)) {
-      const data = JSON.parse(await readFile(path, 'utf8')) as CatalogFile;
-      return new FileCatalog(path, data, undefined);
+      return new FileCatalog(path, CatalogState.fromJson(await readFile(path, 'utf8')), undefined);
     }
     const now = new Date().toISOString();
     const apiToken = options.bootstrapProjectApiKey ?? generateKey('phc_');
     const personal = options.bootstrapPersonalApiKey ?? generateKey('phx_');
     const project: Project = { id: 1, name: 'Default project', apiToken, createdAt: now };
-    const data: CatalogFile = {
+    const state = new CatalogState({
       version: 1,
       nextProjectId: 2,
       projects: [project],
       personalApiKeys: [
         {
-          id: '1',
+          id: randomUUID(),
           label: 'bootstrap',
           valueHash: hashKey(personal),
           mask: maskKey(personal),
           scopes: ['*'],
           projects: [1],
           createdAt: now,
+          createdBy: null,
+          revokedAt: null,
         },
       ],
-    };
-    const catalog = new FileCatalog(path, data, {
+    });
+    await writeAtomically(path, state.snapshot);
+    return new FileCatalog(path, state, {
       project,
       personalApiKey: options.bootstrapPersonalApiKey === undefined ? personal : undefined,
       projectKeyFromEnv: options.bootstrapProjectApiKey !== undefined,
       personalKeyFromEnv: options.bootstrapPersonalApiKey !== undefined,
     });
-    await catalog.#save();
-    return catalog;
   }
 
   projectByApiToken(token: string): Project | undefined {
-    return this.#byToken.get(token);
+    return this.#state.projectByApiToken(token);
+  }
+
+  project(id: number): Project | undefined {
+    return this.#state.project(id);
   }
 
   listProjects(): readonly Project[] {
-    return this.#data.projects;
+    return this.#state.snapshot.projects;
   }
 
-  personalKeyByValue(value: string): PersonalApiKeyRecord | undefined {
-    const hash = hashKey(value);
-    return this.#data.personalApiKeys.find((k) => k.valueHash === hash);
+  personalKeyByValue(value: string): PersonalApiKey | undefined {
+    return this.#state.personalKeyByValue(value);
   }
 
+  personalKey(id: string): PersonalApiKey | undefined {
+    return this.#state.personalKey(id);
+  }
+
+  listPersonalKeys(): readonly PersonalApiKey[] {
+    return this.#state.snapshot.personalApiKeys;
+  }
+
+  createProject(input: { readonly name: string; readonly grantTo?: string }): Promise<Project> {
+    const fields = { name: input.name, apiToken: generateKey('phc_'), createdAt: new Date().toISOString() };
+    return this.#change((state) => {
+      const made = state.withProject(fields, input.grantTo);
+      return { next: made.state, result: made.project };
+    });
+  }
+
+  updateProject(id: number, patch: { readonly name?: string }): Promise<Project | undefined> {
+    return this.#change((state) => {
+      const current = state.project(id);
+      if (!current || patch.name === undefined || patch.name === current.name) {
+        return { next: undefined, result: current };
+      }
+      const renamed = state.withProjectName(id, patch.name)!;
+      return { next: renamed.state, result: renamed.project };
+    });
+  }
+
+  async createPersonalKey(input: NewPersonalApiKey): Promise<{ key: PersonalApiKey; value: string }> {
+    const value = generateKey('phx_');
+    const key: StoredPersonalApiKey = {
+      id: randomUUID(),
+      label: input.label,
+      valueHash: hashKey(value),
+      mask: maskKey(value),
+      scopes: [...input.scopes],
+      projects: input.projects === '*' ? '*' : [...input.projects],
+      createdAt: new Date().toISOString(),
+      createdBy: input.createdBy,
+      revokedAt: null,
+    };
+    await this.#change((state) => ({ next: state.withKey(key), result: undefined }));
+    return { key, value };
+  }
+
+  revokePersonalKey(id: string): Promise<boolean> {
+    return this.#change((state) => {
+      const next = state.withKeyRevoked(id, new Date().toISOString());
+      return { next, result: next !== undefined };
+    });
+  }
+
+  /** Waits for changes in progress; every change is saved when it is made, nothing is buffered. */
   async close(): Promise<void> {
-    // Every change is saved when it is made; nothing is buffered.
+    await this.#tail;
   }
 
-  #index(): void {
-    this.#byToken = new Map(this.#data.projects.map((p) => [p.apiToken, p]));
+  /**
+   * Runs `apply` on the newest state once every earlier change is done, writes the state it returns
+   * (undefined: nothing to change), and only then makes it the state reads see.
+   */
+  #change<T>(apply: (state: CatalogState) => { next: CatalogState | undefined; result: T }): Promise<T> {
+    const run = this.#tail.then(async () => {
+      const { next, result } = apply(this.#state);
+      if (next) {
+        await writeAtomically(this.#path, next.snapshot);
+        this.#state = next;
+      }
+      return result;
+    });
+    this.#tail = run.catch(() => undefined);
+    return run;
   }
+}
 
-  async #save(): Promise<void> {
-    const tmp = `${this.#path}.${process.pid}.tmp`;
-    await writeFile(tmp, JSON.stringify(this.#data, null, 2), { mode: 0o600 });
-    await rename(tmp, this.#path);
+/** Replaces the file so that a crash at any point leaves either the old content or the new, whole. */
+async function writeAtomically(path: string, snapshot: CatalogSnapshot): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`;
+  const file = await open(tmp, 'w', 0o600);
+  try {
+    await file.writeFile(JSON.stringify(snapshot, null, 2));
+    await file.sync();
+  } finally {
+    await file.close();
   }
+  await rename(tmp, path);
 }

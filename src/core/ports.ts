@@ -44,10 +44,70 @@ export interface Project {
   readonly createdAt: string;
 }
 
-/** Projects and keys. */
+/** What a personal API key may do (SPEC §3); `*` is every scope. */
+export type Scope = 'query:read' | 'endpoint:read' | 'endpoint:write' | 'project:write' | '*';
+export const SCOPES: readonly Scope[] = [
+  'query:read',
+  'endpoint:read',
+  'endpoint:write',
+  'project:write',
+  '*',
+];
+
+/** The projects a personal API key reaches: the ids it lists, or `'*'` for every project. */
+export type ProjectReach = readonly number[] | '*';
+
+/** A personal API key as the catalog keeps it: never its value, only what is safe to show. */
+export interface PersonalApiKey {
+  /** Opaque, stable; not secret. */
+  readonly id: string;
+  readonly label: string;
+  readonly scopes: readonly Scope[];
+  readonly projects: ProjectReach;
+  /** Prefix and last four characters of the value, to recognise a key without revealing it. */
+  readonly mask: string;
+  readonly createdAt: string;
+  /** The key that made this one (null for a key made by the operator), so a key can manage what it made. */
+  readonly createdBy: string | null;
+  /** Set once the key is revoked; a revoked key never authenticates again. */
+  readonly revokedAt: string | null;
+}
+
+export interface NewPersonalApiKey {
+  readonly label: string;
+  readonly scopes: readonly Scope[];
+  readonly projects: ProjectReach;
+  readonly createdBy: string | null;
+}
+
+/**
+ * Projects and keys. Reads are synchronous and served from memory (capture's hot path and every API
+ * request's auth must not do I/O); changes are asynchronous and resolve once durable and visible to the
+ * reads of this process. Changes never lose one another, however many run at once. A NATS KV adapter
+ * fits the same shape: reads from a watched in-memory copy, changes as CAS writes on revision.
+ */
 export interface Catalog {
   /** The project a project API key names, or undefined. Hot path of capture: must not do I/O. */
   projectByApiToken(token: string): Project | undefined;
+  project(id: number): Project | undefined;
+  /** Every project, by id. */
   listProjects(): readonly Project[];
+  /** The key with this value, revoked or not (callers refuse a revoked one), or undefined. */
+  personalKeyByValue(value: string): PersonalApiKey | undefined;
+  personalKey(id: string): PersonalApiKey | undefined;
+  /** Every key, revoked ones included, oldest first. */
+  listPersonalKeys(): readonly PersonalApiKey[];
+
+  /**
+   * Makes a project with a new project API key. `grantTo` (a key id) gains the project in the same change,
+   * so the key that made a project can never be left without it.
+   */
+  createProject(input: { readonly name: string; readonly grantTo?: string }): Promise<Project>;
+  /** Renames a project; undefined when there is no such project. */
+  updateProject(id: number, patch: { readonly name?: string }): Promise<Project | undefined>;
+  /** Makes a personal API key; its value is returned here and never again (only its hash is kept). */
+  createPersonalKey(input: NewPersonalApiKey): Promise<{ key: PersonalApiKey; value: string }>;
+  /** Revokes a key at once; false when there is no such key or it was already revoked. */
+  revokePersonalKey(id: string): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -58,6 +58,23 @@ export const ERROR_CODES = {
     type: 'unavailable',
     detail: 'Weir cannot take more events right now; retry after the time in Retry-After.',
   },
+  // Auth and management API (SPEC §3)
+  not_authenticated: {
+    type: 'authentication_error',
+    detail: 'No personal API key was given; send Authorization: Bearer <personal API key>.',
+  },
+  authentication_failed: {
+    type: 'authentication_error',
+    detail: 'The personal API key is not valid.',
+  },
+  missing_scope: { type: 'permission_denied', detail: 'The personal API key lacks a scope this needs.' },
+  project_forbidden: {
+    type: 'permission_denied',
+    detail: 'The personal API key does not reach this project.',
+  },
+  required: { type: 'validation_error', detail: 'A required field is missing.' },
+  invalid_input: { type: 'validation_error', detail: 'A field has a value this route does not take.' },
+  unknown_field: { type: 'validation_error', detail: 'The body has a field this route does not take.' },
   // Every route
   not_found: { type: 'not_found', detail: 'Nothing is here.' },
   method_not_allowed: { type: 'method_not_allowed', detail: 'This method is not allowed on this route.' },

@@ -1,0 +1,94 @@
+/** The catalog's in-memory state: changes make a new state and never touch the one readers hold. */
+import t from 'tap';
+import { CatalogState, type StoredPersonalApiKey } from '../../src/catalog/catalog-state.ts';
+import { hashKey } from '../../src/catalog/keys.ts';
+
+const T0 = '2026-01-01T00:00:00.000Z';
+
+function key(id: string, value: string, projects: readonly number[] | '*'): StoredPersonalApiKey {
+  return {
+    id,
+    label: id,
+    valueHash: hashKey(value),
+    mask: 'phx_…0000',
+    scopes: ['*'],
+    projects,
+    createdAt: T0,
+    createdBy: null,
+    revokedAt: null,
+  };
+}
+
+function base(): CatalogState {
+  return new CatalogState({
+    version: 1,
+    nextProjectId: 2,
+    projects: [{ id: 1, name: 'one', apiToken: 'phc_one', createdAt: T0 }],
+    personalApiKeys: [key('a', 'phx_a', [1]), key('all', 'phx_all', '*')],
+  });
+}
+
+t.test('a file written before keys had createdBy / revokedAt reads as never revoked', (t) => {
+  const old = JSON.stringify({
+    version: 1,
+    nextProjectId: 2,
+    projects: [{ id: 1, name: 'one', apiToken: 'phc_one', createdAt: T0 }],
+    personalApiKeys: [
+      {
+        id: '1',
+        label: 'bootstrap',
+        valueHash: hashKey('phx_old'),
+        mask: 'm',
+        scopes: ['*'],
+        projects: [1],
+        createdAt: T0,
+      },
+    ],
+  });
+  const state = CatalogState.fromJson(old);
+  t.match(state.personalKeyByValue('phx_old'), { id: '1', createdBy: null, revokedAt: null });
+  t.equal(state.projectByApiToken('phc_one')?.id, 1);
+  t.end();
+});
+
+t.test('a new project takes the next id, and the granted key gains it', (t) => {
+  const before = base();
+  const { state, project } = before.withProject({ name: 'two', apiToken: 'phc_two', createdAt: T0 }, 'a');
+  t.equal(project.id, 2);
+  t.equal(state.snapshot.nextProjectId, 3);
+  t.equal(state.projectByApiToken('phc_two'), project);
+  t.same(state.personalKey('a')?.projects, [1, 2]);
+  t.equal(before.projectByApiToken('phc_two'), undefined, 'the old state is untouched');
+  t.same(before.personalKey('a')?.projects, [1]);
+
+  const toAll = state.withProject({ name: 'three', apiToken: 'phc_three', createdAt: T0 }, 'all');
+  t.equal(toAll.state.personalKey('all')?.projects, '*', 'a key reaching every project stays so');
+  t.throws(
+    () => state.withProject({ name: 'x', apiToken: 'phc_x', createdAt: T0 }, 'nobody'),
+    /no personal API key/,
+  );
+  t.end();
+});
+
+t.test('a rename keeps id and API key', (t) => {
+  const renamed = base().withProjectName(1, 'uno');
+  t.match(renamed?.project, { id: 1, name: 'uno', apiToken: 'phc_one' });
+  t.equal(renamed?.state.projectByApiToken('phc_one')?.name, 'uno', 'capture sees the same project');
+  t.equal(base().withProjectName(9, 'x'), undefined);
+  t.end();
+});
+
+t.test('keys: found by value through their hash, revoked once, never duplicated', (t) => {
+  const state = base().withKey(key('b', 'phx_b', [1]));
+  t.equal(state.personalKeyByValue('phx_b')?.id, 'b');
+  t.equal(state.personalKeyByValue('phx_nope'), undefined);
+  t.throws(() => state.withKey(key('b', 'phx_other', [1])), /already exists/, 'same id');
+  t.throws(() => state.withKey(key('c', 'phx_b', [1])), /already exists/, 'same value');
+
+  const revoked = state.withKeyRevoked('b', T0);
+  t.equal(revoked?.personalKeyByValue('phx_b')?.revokedAt, T0, 'still found, so auth can say it is revoked');
+  t.equal(state.personalKeyByValue('phx_b')?.revokedAt, null, 'the old state is untouched');
+  t.equal(revoked?.withKeyRevoked('b', T0), undefined, 'revoking twice changes nothing');
+  t.equal(state.withKeyRevoked('missing', T0), undefined);
+  t.end();
+});
