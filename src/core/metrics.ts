@@ -97,6 +97,12 @@ export class Metrics {
     buckets: [1, 10, 100, 1000, 10000, 100000, 1000000],
     registers: [this.registry],
   });
+  readonly storeQueryDuration = new Histogram({
+    name: 'weir_store_query_duration_seconds',
+    help: 'Duration of store queries (ingest lookups, the query API), including applying what they must see.',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
   readonly storeApplyErrors = new Counter({
     name: 'weir_store_apply_errors_total',
     help: 'Failed attempts to apply a block of the commit log (retried with backoff; nothing is lost).',

@@ -19,22 +19,13 @@ export interface BatchWriterDeps {
   readonly logger: Logger;
 }
 
-/** Order in which tables are flushed when several have rows waiting. */
-const TABLE_ORDER = [
-  'events',
-  'ingestion_warnings',
-  'persons',
-  'person_distinct_ids',
-  'groups',
-  'group_type_mapping',
-];
-
 /**
- * Group commit, adaptive: rows accumulate while one insert is in flight, and the next insert takes all
- * that accumulated as soon as the previous returns. An insert costs a few milliseconds whatever its size
- * and the embedded engine runs one at a time, so this is what turns many small requests into few large
- * inserts without a fixed timer adding latency when load is light. `write` resolves when its rows are
- * committed, and rejects if their insert failed.
+ * Group commit, adaptive: rows accumulate while one commit round is in flight, and the next round takes all
+ * that accumulated as soon as the previous returns, so many small requests become few commits without a fixed
+ * timer adding latency when load is light. A round commits every table that has rows waiting, concurrently:
+ * the embedded store folds them into one write of its commit log (one fdatasync), and a ClickHouse server
+ * takes them as parallel inserts. `write` resolves when its rows are committed, and rejects if their commit
+ * failed.
  */
 export class BatchWriter {
   readonly #config: BatchWriterConfig;
@@ -70,31 +61,13 @@ export class BatchWriter {
   async #loop(): Promise<void> {
     this.#running = true;
     for (;;) {
-      const table = this.#nextTable();
-      if (table === undefined) break;
-      const queue = this.#pending.get(table)!;
-      let take = 0;
-      let count = 0;
-      while (
-        take < queue.length &&
-        (take === 0 || count + queue[take]!.rows.length <= this.#config.maxRows)
-      ) {
-        count += queue[take]!.rows.length;
-        take++;
+      const round: Promise<void>[] = [];
+      for (const [table, queue] of this.#pending) {
+        if (queue.length === 0) continue;
+        round.push(this.#commit(table, this.#take(queue)));
       }
-      const taken = queue.splice(0, take);
-      const rows = taken.length === 1 ? taken[0]!.rows : taken.flatMap((w) => w.rows);
-      const started = performance.now();
-      try {
-        await this.#deps.store.insert(table, rows);
-        this.#deps.metrics.storeInsertDuration.observe({ table }, (performance.now() - started) / 1000);
-        this.#deps.metrics.storeInsertRows.observe({ table }, rows.length);
-        for (const w of taken) w.resolve();
-      } catch (err) {
-        this.#deps.metrics.storeInsertErrors.inc({ table });
-        this.#deps.logger.error({ err, table, rows: rows.length }, 'store insert failed');
-        for (const w of taken) w.reject(err);
-      }
+      if (round.length === 0) break;
+      await Promise.all(round);
     }
     this.#running = false;
     const waiters = this.#idleWaiters;
@@ -102,9 +75,30 @@ export class BatchWriter {
     for (const w of waiters) w();
   }
 
-  #nextTable(): string | undefined {
-    for (const t of TABLE_ORDER) if ((this.#pending.get(t)?.length ?? 0) > 0) return t;
-    for (const [t, q] of this.#pending) if (q.length > 0) return t;
-    return undefined;
+  /** The oldest writes of `queue`, up to `maxRows` rows (at least one write, however large). */
+  #take(queue: PendingWrite[]): PendingWrite[] {
+    let take = 0;
+    let count = 0;
+    while (take < queue.length && (take === 0 || count + queue[take]!.rows.length <= this.#config.maxRows)) {
+      count += queue[take]!.rows.length;
+      take++;
+    }
+    return queue.splice(0, take);
+  }
+
+  /** Commits `taken` as one insert into `table`; never rejects (the writes' own promises carry the outcome). */
+  async #commit(table: string, taken: PendingWrite[]): Promise<void> {
+    const rows = taken.length === 1 ? taken[0]!.rows : taken.flatMap((w) => w.rows);
+    const started = performance.now();
+    try {
+      await this.#deps.store.insert(table, rows);
+      this.#deps.metrics.storeInsertDuration.observe({ table }, (performance.now() - started) / 1000);
+      this.#deps.metrics.storeInsertRows.observe({ table }, rows.length);
+      for (const w of taken) w.resolve();
+    } catch (err) {
+      this.#deps.metrics.storeInsertErrors.inc({ table });
+      this.#deps.logger.error({ err, table, rows: rows.length }, 'store insert failed');
+      for (const w of taken) w.reject(err);
+    }
   }
 }

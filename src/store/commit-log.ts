@@ -178,6 +178,8 @@ export class CommitLog {
 
   async #writeLoop(): Promise<void> {
     try {
+      // Let the appends of the same synchronous stretch (a commit round of several tables) join this write.
+      await Promise.resolve();
       while (this.#queue.length > 0) {
         const batch = this.#queue;
         this.#queue = [];

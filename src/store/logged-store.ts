@@ -149,8 +149,13 @@ export class LoggedStore implements Store {
   }
 
   async query<T = Row>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
-    await this.#applyAll();
-    return this.#inner.query<T>(sql, params);
+    const end = this.#deps.metrics.storeQueryDuration.startTimer();
+    try {
+      await this.#applyAll();
+      return await this.#inner.query<T>(sql, params);
+    } finally {
+      end();
+    }
   }
 
   /**
