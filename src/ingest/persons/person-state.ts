@@ -69,7 +69,11 @@ export class PersonState {
     this.#cache.trim();
   }
 
-  async process(event: CapturedEvent): Promise<PersonOutcome> {
+  /**
+   * Synchronous when it can be — an ordinary event whose distinct id is cached, the common case — so the
+   * pipeline does not pay a promise per event; otherwise loads what it needs first.
+   */
+  process(event: CapturedEvent): PersonOutcome | Promise<PersonOutcome> {
     const merge = mergeRequest(event.event, event.distinctId, event.properties);
     const illegal = merge && illegalIdOf(merge);
     const warning =
@@ -80,6 +84,22 @@ export class PersonState {
           })
         : undefined;
     const valid = warning ? undefined : merge;
+    if (!valid) {
+      const cached = this.#cache.get(cacheKey(event.projectId, event.distinctId));
+      if (cached !== undefined) {
+        const outcome = this.#update(event, cached, warning);
+        this.#cache.trim();
+        return outcome;
+      }
+    }
+    return this.#load(event, valid, warning);
+  }
+
+  async #load(
+    event: CapturedEvent,
+    valid: MergeRequest | undefined,
+    warning: IngestionWarning | undefined,
+  ): Promise<PersonOutcome> {
     const keys = this.#keysOf(event, valid);
     let otherIds: { readonly personId: string; readonly ids: readonly string[] } | undefined;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {

@@ -55,6 +55,7 @@ export class PinnedLru<V> {
 
   /** Evicts the least recently used unpinned entries down to the bound (or as near as pins allow). */
   trim(): void {
+    if (this.#entries.size <= this.#options.max) return;
     let excess = this.#entries.size - this.#options.max;
     for (const [key, value] of this.#entries) {
       if (excess <= 0) break;

@@ -11,33 +11,35 @@ import { eventWarning, PERSON_WARNINGS } from '../persons/warnings.ts';
 export function identifyGroup(groups: GroupState): Step {
   return {
     name: 'identify-group',
-    async run(event: PipelineEvent): Promise<StepResult> {
+    run(event: PipelineEvent): StepResult | Promise<StepResult> {
       if (event.event !== '$groupidentify') return OK;
-      const type = event.properties['$group_type'];
-      const key = event.properties['$group_key'];
-      // Capture refuses a $groupidentify without both; this only guards events from an older capture.
-      if (typeof type !== 'string' || typeof key !== 'string') return OK;
-      const set = event.properties['$group_set'];
-      const outcome = await groups.identify(
-        event.projectId,
-        type,
-        key,
-        typeof set === 'object' && set !== null && !Array.isArray(set)
-          ? (set as Record<string, unknown>)
-          : {},
-        event.timestamp,
-      );
-      if (outcome.kind === 'ok') return outcome.written ? outcome : OK;
-      // Remembered, so the same type in this event's `$groups` does not warn a second time.
-      groups.firstRefusal(event.projectId, type);
-      return {
-        kind: 'warn',
-        warning: eventWarning(event, PERSON_WARNINGS.groupTypeLimit, {
-          groupType: type,
-          groupKey: key,
-          limit: MAX_GROUP_TYPES,
-        }),
-      };
+      return identify(event);
     },
   };
+
+  async function identify(event: PipelineEvent): Promise<StepResult> {
+    const type = event.properties['$group_type'];
+    const key = event.properties['$group_key'];
+    // Capture refuses a $groupidentify without both; this only guards events from an older capture.
+    if (typeof type !== 'string' || typeof key !== 'string') return OK;
+    const set = event.properties['$group_set'];
+    const outcome = await groups.identify(
+      event.projectId,
+      type,
+      key,
+      typeof set === 'object' && set !== null && !Array.isArray(set) ? (set as Record<string, unknown>) : {},
+      event.timestamp,
+    );
+    if (outcome.kind === 'ok') return outcome.written ? outcome : OK;
+    // Remembered, so the same type in this event's `$groups` does not warn a second time.
+    groups.firstRefusal(event.projectId, type);
+    return {
+      kind: 'warn',
+      warning: eventWarning(event, PERSON_WARNINGS.groupTypeLimit, {
+        groupType: type,
+        groupKey: key,
+        limit: MAX_GROUP_TYPES,
+      }),
+    };
+  }
 }

@@ -12,31 +12,35 @@ import { eventWarning, PERSON_WARNINGS } from '../persons/warnings.ts';
 export function linkGroups(groups: GroupState): Step {
   return {
     name: 'link-groups',
-    async run(event: PipelineEvent): Promise<StepResult> {
+    run(event: PipelineEvent): StepResult | Promise<StepResult> {
       const raw = event.properties['$groups'];
       if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return OK;
-      const keys = new Map<string, string>();
-      for (const [type, key] of Object.entries(raw as Record<string, unknown>)) {
-        // Keys are ids: strings, or numbers sent unquoted; anything else cannot name a group.
-        if (type === '') continue;
-        if (typeof key === 'string' && key !== '') keys.set(type, key);
-        else if (typeof key === 'number' && Number.isFinite(key)) keys.set(type, String(key));
-      }
-      if (keys.size === 0) return OK;
-      const { indexes, refused, written } = await groups.typeIndexes(event.projectId, [...keys.keys()]);
-      for (const [type, index] of indexes) event.groups[index] = keys.get(type)!;
-      const first = refused.filter((type) => groups.firstRefusal(event.projectId, type));
-      if (first.length > 0) {
-        return {
-          kind: 'warn',
-          warning: eventWarning(event, PERSON_WARNINGS.groupTypeLimit, {
-            groupTypes: first,
-            limit: MAX_GROUP_TYPES,
-          }),
-          written,
-        };
-      }
-      return written ? { kind: 'ok', written } : OK;
+      return link(event, raw as Record<string, unknown>);
     },
   };
+
+  async function link(event: PipelineEvent, raw: Record<string, unknown>): Promise<StepResult> {
+    const keys = new Map<string, string>();
+    for (const [type, key] of Object.entries(raw)) {
+      // Keys are ids: strings, or numbers sent unquoted; anything else cannot name a group.
+      if (type === '') continue;
+      if (typeof key === 'string' && key !== '') keys.set(type, key);
+      else if (typeof key === 'number' && Number.isFinite(key)) keys.set(type, String(key));
+    }
+    if (keys.size === 0) return OK;
+    const { indexes, refused, written } = await groups.typeIndexes(event.projectId, [...keys.keys()]);
+    for (const [type, index] of indexes) event.groups[index] = keys.get(type)!;
+    const first = refused.filter((type) => groups.firstRefusal(event.projectId, type));
+    if (first.length > 0) {
+      return {
+        kind: 'warn',
+        warning: eventWarning(event, PERSON_WARNINGS.groupTypeLimit, {
+          groupTypes: first,
+          limit: MAX_GROUP_TYPES,
+        }),
+        written,
+      };
+    }
+    return written ? { kind: 'ok', written } : OK;
+  }
 }

@@ -1,5 +1,5 @@
 import { OK, type PipelineEvent, type Step, type StepResult } from '../../core/step.ts';
-import type { PersonState } from '../persons/person-state.ts';
+import type { PersonOutcome, PersonState } from '../persons/person-state.ts';
 
 /**
  * Gives an identified event its person (SPEC §2): merges for `$identify` / `$create_alias`, applies
@@ -10,13 +10,17 @@ export function processPerson(persons: PersonState): Step {
   return {
     name: 'process-person',
     prepare: (events) => persons.prefetch(events),
-    async run(event: PipelineEvent): Promise<StepResult> {
+    run(event: PipelineEvent): StepResult | Promise<StepResult> {
       if (event.personMode !== 'full') return OK;
-      const { person, warning, written } = await persons.process(event);
-      event.personId = person.id;
-      event.personProperties = person.properties;
-      if (warning) return { kind: 'warn', warning, written };
-      return written ? { kind: 'ok', written } : OK;
+      const outcome = persons.process(event);
+      return outcome instanceof Promise ? outcome.then((o) => apply(event, o)) : apply(event, outcome);
     },
   };
+}
+
+function apply(event: PipelineEvent, { person, warning, written }: PersonOutcome): StepResult {
+  event.personId = person.id;
+  event.personProperties = person.properties;
+  if (warning) return { kind: 'warn', warning, written };
+  return written ? { kind: 'ok', written } : OK;
 }

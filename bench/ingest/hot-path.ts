@@ -1,0 +1,97 @@
+/**
+ * The capture → ingest → commit path in one process without HTTP: how many events/s one core takes through
+ * decoding, normalisation, the pipeline and the store's commit, and where the time goes (run it with
+ * `--cpu-prof` to see). Prints events/s; used to measure optimisations of the per-event work.
+ *
+ *   node bin/run-ts.js bench/ingest/hot-path.ts [--batches N] [--size 100] [--ids 10000] [--concurrency 16]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { EmbeddedBus } from '../../src/bus/embedded-bus.ts';
+import { CaptureService } from '../../src/capture/capture-service.ts';
+import { FileCatalog } from '../../src/catalog/file-catalog.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { createLogger } from '../../src/core/logger.ts';
+import { Metrics } from '../../src/core/metrics.ts';
+import { IngestService } from '../../src/ingest/ingest-service.ts';
+import { openEmbeddedStore } from '../../src/store/logged-store.ts';
+
+const { values } = parseArgs({
+  options: {
+    batches: { type: 'string', default: '3000' },
+    size: { type: 'string', default: '100' },
+    ids: { type: 'string', default: '10000' },
+    concurrency: { type: 'string', default: '16' },
+  },
+});
+const batches = Number(values.batches);
+const size = Number(values.size);
+const ids = Number(values.ids);
+const concurrency = Number(values.concurrency);
+
+const dataDir = mkdtempSync(join(tmpdir(), 'weir-hot-path-'));
+const token = 'phc_hot_path';
+const config = loadConfig(
+  { ...process.env, WEIR_DATA_DIR: dataDir, WEIR_BOOTSTRAP_PROJECT_API_KEY: token },
+  {},
+);
+const logger = createLogger('warn', process.stderr);
+const metrics = new Metrics({ defaultMetrics: false });
+const catalog = await FileCatalog.open(config);
+const store = await openEmbeddedStore(config, { logger, metrics });
+const ingest = new IngestService(config, { store, metrics, logger });
+const bus = new EmbeddedBus(config, { sink: ingest, metrics });
+const capture = new CaptureService(config, { catalog, bus, metrics, logger });
+
+let seq = 0;
+function body(): Buffer {
+  const events = [];
+  for (let i = 0; i < size; i++, seq++) {
+    events.push({
+      event: '$pageview',
+      distinct_id: `user-${seq % ids}`,
+      properties: { $current_url: `https://example.com/p/${seq}`, $browser: 'Chrome', $os: 'Mac OS X' },
+    });
+  }
+  return Buffer.from(JSON.stringify({ api_key: token, batch: events }));
+}
+
+async function run(n: number): Promise<number> {
+  const bodies = Array.from({ length: n }, body);
+  const started = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < bodies.length) {
+        const b = bodies[next++]!;
+        await capture.capture({
+          body: b,
+          contentType: 'application/json',
+          contentEncoding: '',
+          compression: '',
+          batchRoute: true,
+          querySentAt: undefined,
+        });
+      }
+    }),
+  );
+  return performance.now() - started;
+}
+
+// First sight of every id (persons created), then the measured run over known ids.
+await run(Math.ceil(ids / size));
+const cpu = process.cpuUsage();
+const ms = await run(batches);
+const used = process.cpuUsage(cpu);
+const events = batches * size;
+console.log(
+  `${events} events in ${ms.toFixed(0)} ms: ${Math.round((events / ms) * 1000)} events/s, ` +
+    `process CPU ${(((used.user + used.system) / 1000 / ms) * 100).toFixed(0)}% ` +
+    `(${(((used.user + used.system) / events) * 1).toFixed(1)} µs CPU per event, all threads)`,
+);
+await ingest.drain();
+await store.close();
+await catalog.close();
+rmSync(dataDir, { recursive: true, force: true });
