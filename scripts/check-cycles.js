@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Fails when src/ has an import cycle or an import against the layering of DESIGN.md
-// (`api → query → store`, `capture → bus`, `ingest → bus, store`; no layer imports main.ts or cli/).
+// (`api → query → store`, `capture → bus`, `ingest → bus, store`; no layer imports main.ts or cli/; roles/,
+// the composition of `weir capture|ingest`, is imported only by main.ts and cli/).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -35,6 +36,7 @@ const ALLOWED = {
   ingest: ['bus', 'store'],
   query: ['store', 'catalog'],
   api: ['query', 'store', 'catalog', 'http'],
+  roles: ['*'],
   cli: ['*'],
   'main.ts': ['*'],
 };
@@ -51,6 +53,12 @@ for (const [f, deps] of graph) {
     if (to === 'main.ts' || to === 'cli') {
       if (from !== 'cli')
         problems.push(`${relative(root, f)} imports ${relative(root, d)} (nothing imports main.ts or cli/)`);
+      continue;
+    }
+    if (to === 'roles' && from !== 'main.ts' && from !== 'cli') {
+      problems.push(
+        `${relative(root, f)} imports ${relative(root, d)} (only main.ts and cli/ import roles/)`,
+      );
       continue;
     }
     if (!allowed.includes('*') && !allowed.includes(to))

@@ -2,121 +2,77 @@ import uWS from 'uWebSockets.js';
 import { registerManagementRoutes } from './api/management-routes.ts';
 import { registerOpsRoutes } from './api/ops-routes.ts';
 import { EmbeddedBus } from './bus/embedded-bus.ts';
-import { LaneConsumer } from './bus/jetstream/consumer.ts';
-import { JetStreamBus, connectNats } from './bus/jetstream/jetstream-bus.ts';
-import { LANES } from './core/event.ts';
-import type { Bus, Store } from './core/ports.ts';
-import { CaptureService } from './capture/capture-service.ts';
-import { registerCaptureRoutes } from './capture/http-routes.ts';
-import { FileCatalog } from './catalog/file-catalog.ts';
+import { JetStreamBus } from './bus/jetstream/jetstream-bus.ts';
 import type { Config } from './config/config.ts';
 import type { Logger } from './core/logger.ts';
 import { Metrics } from './core/metrics.ts';
-import { InFlight } from './http/in-flight.ts';
-import { IngestService } from './ingest/ingest-service.ts';
-import { type LoggedStore, openEmbeddedStore } from './store/logged-store.ts';
-import { DataDirLock } from './store/data-dir-lock.ts';
+import type { Bus } from './core/ports.ts';
+import { drainRequests, listen } from './http/server.ts';
+import type { IngestService } from './ingest/ingest-service.ts';
+import { mountCapture } from './roles/capture-role.ts';
+import { consumeBus, openDataDir, startIngest, type Weir } from './roles/owner.ts';
+import { Teardown } from './roles/teardown.ts';
 
-export interface Weir {
-  readonly port: number;
-  readonly url: string;
-  readonly catalog: FileCatalog;
-  readonly metrics: Metrics;
-  /** The analytical store (for tests and operator tools in the same process). */
-  readonly store: Store;
-  /** Stops taking requests, finishes those in progress, commits what was accepted, and releases the data directory. */
-  close(): Promise<void>;
-}
+export type { Weir } from './roles/owner.ts';
 
 /**
- * The composition root of `weir start`, the embedded deployment: config → adapters (file catalog, chDB
- * store, embedded bus) → ingest actors → HTTP server. Everything is wired here and nowhere else.
+ * The composition root of `weir start`: everything in one process. Config → data directory (lock, catalog,
+ * chDB store) → ingest actors → bus → capture → HTTP. The bus is embedded (capture hands events straight to
+ * ingest), or JetStream when WEIR_NATS_URL is set: capture publishes, and this process consumes every lane
+ * too. `weir capture` and `weir ingest` are composed from the same parts in `roles/`.
  */
 export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
-  const lock = DataDirLock.acquire(config.dataDir);
-  let store: LoggedStore | undefined;
+  const teardown = new Teardown(logger);
   try {
-    const catalog = await FileCatalog.open(config);
     const metrics = new Metrics();
-    store = await openEmbeddedStore(config, { logger, metrics });
-    const ingest = new IngestService(config, { store, metrics, logger });
-    await ingest.start(config.dedupWindow);
-    const { bus, stopConsumers } = await openBus(config, ingest, metrics, logger);
-    const capture = new CaptureService(config, { catalog, bus, metrics, logger });
-    const inFlight = new InFlight();
-    let ready = false;
+    const { catalog, store } = await openDataDir(config, { logger, metrics }, teardown);
+    const ingest = await startIngest(config, { store, metrics, logger }, teardown);
+    const bus = await openBus(config, { ingest, metrics, logger }, teardown);
 
     const app = uWS.App();
-    registerCaptureRoutes(app, { service: capture, inFlight, metrics, logger });
+    const inFlight = mountCapture(app, config, { catalog, bus: bus.bus, metrics, logger });
+    let ready = false;
     registerManagementRoutes(app, { catalog, inFlight, logger });
     registerOpsRoutes(app, { metrics, logger, isReady: () => ready && bus.isReady() });
-    const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-      app.listen(config.host, config.port, (socket) => {
-        if (socket) resolve(socket);
-        else reject(new Error(`cannot listen on ${config.host}:${config.port} (is the port in use?)`));
-      });
+    const server = await listen(app, config.host, config.port);
+    teardown.push('finish requests in progress', async () => {
+      server.stopListening();
+      await drainRequests(inFlight, config.shutdownTimeoutMs, logger);
     });
-    const port = uWS.us_socket_local_port(listenSocket);
     ready = true;
-    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-    logger.info({ url, dataDir: config.dataDir }, 'weir is ready');
+    logger.info({ url: server.url, dataDir: config.dataDir }, 'weir is ready');
 
     let closing: Promise<void> | undefined;
-    const openStore = store;
     const close = (): Promise<void> =>
       (closing ??= (async () => {
         ready = false;
-        logger.info({ inFlight: inFlight.count }, 'draining');
-        uWS.us_listen_socket_close(listenSocket);
-        const drained = inFlight.drain();
-        const timedOut = await Promise.race([
-          drained.then(() => false),
-          new Promise<boolean>((r) => setTimeout(() => r(true), config.shutdownTimeoutMs).unref()),
-        ]);
-        if (timedOut)
-          logger.warn({ inFlight: inFlight.count }, 'shutdown timeout reached with requests in progress');
-        await stopConsumers();
-        await ingest.drain();
-        await bus.close();
-        await openStore.close();
-        await catalog.close();
-        lock.release();
+        await teardown.run();
         logger.info('stopped');
       })());
-    return { port, url, catalog, metrics, store: openStore, close };
+    return { port: server.port, url: server.url, catalog, metrics, store, close };
   } catch (err) {
-    await store?.close().catch(() => undefined);
-    lock.release();
-    throw err;
+    return teardown.abandon(err);
   }
 }
 
 /**
- * The bus of this process: embedded (capture hands events straight to ingest), or JetStream when
- * WEIR_NATS_URL is set — capture publishes, and this process also consumes every lane into its ingest.
+ * The bus of `weir start`: embedded, or with WEIR_NATS_URL a JetStream publisher plus this process's own
+ * consumers of every lane (ready only while both connections are up).
  */
 async function openBus(
   config: Config,
-  ingest: IngestService,
-  metrics: Metrics,
-  logger: Logger,
-): Promise<{ bus: Bus; stopConsumers: () => Promise<void> }> {
-  if (config.natsUrl === undefined) {
-    return {
-      bus: new EmbeddedBus(config, { sink: ingest, metrics }),
-      stopConsumers: () => Promise.resolve(),
-    };
+  deps: { ingest: IngestService; metrics: Metrics; logger: Logger },
+  teardown: Teardown,
+): Promise<{ bus: Bus; isReady: () => boolean }> {
+  const natsUrl = config.natsUrl;
+  if (natsUrl === undefined) {
+    const bus = new EmbeddedBus(config, { sink: deps.ingest, metrics: deps.metrics });
+    teardown.push('close the bus', () => bus.close());
+    return { bus, isReady: () => bus.isReady() };
   }
-  const bus = await JetStreamBus.connect({ ...config, natsUrl: config.natsUrl }, logger);
-  const nc = await connectNats(config.natsUrl, 'weir-ingest');
-  const consumers = LANES.map((lane) => new LaneConsumer(lane, { sink: ingest, logger }));
-  for (const c of consumers) await c.start(nc);
-  logger.info({ natsUrl: config.natsUrl }, 'using the JetStream bus');
-  return {
-    bus,
-    stopConsumers: async () => {
-      await Promise.all(consumers.map((c) => c.stop()));
-      await nc.drain();
-    },
-  };
+  const consumers = await consumeBus({ ...config, natsUrl }, deps, teardown);
+  const bus = await JetStreamBus.connect({ ...config, natsUrl }, deps);
+  teardown.push('close the bus', () => bus.close());
+  deps.logger.info({ natsUrl }, 'using the JetStream bus');
+  return { bus, isReady: () => bus.isReady() && consumers.isReady() };
 }

@@ -1,7 +1,7 @@
 import type { CapturedEvent, EventBatch, IngestionWarning, Lane } from '../core/event.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
-import type { Bus, Catalog } from '../core/ports.ts';
+import type { Bus, ProjectKeys } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
 import { decodeBody, type EncodedBody } from './decode.ts';
 import { MAX_EVENT_BYTES } from './limits.ts';
@@ -22,7 +22,7 @@ export interface CaptureServiceConfig {
 }
 
 export interface CaptureServiceDeps {
-  readonly catalog: Catalog;
+  readonly catalog: ProjectKeys;
   readonly bus: Bus;
   readonly metrics: Metrics;
   readonly logger: Logger;

@@ -105,7 +105,11 @@ function handlePost(
       });
     } catch (err) {
       const appError = reply.error(err, cors);
-      if (appError.status >= 500)
+      // A refusal with no cause (bus unreachable, back-pressure, shutting down) is expected and counted in
+      // the metrics; logging each would flood the log for the length of an outage.
+      if (appError.status === 503 && appError.cause === undefined)
+        deps.logger.debug({ route, detail: appError.message }, 'capture refused');
+      else if (appError.status >= 500)
         deps.logger.warn({ err: appError.cause ?? appError, route, code: appError.code }, 'capture failed');
       return appError.status;
     }

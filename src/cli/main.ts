@@ -1,28 +1,29 @@
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../config/config.ts';
-import { runSql } from './sql.ts';
-import { runStart } from './start.ts';
+import { CONFIG_FLAGS, ConfigError } from '../config/config.ts';
 
 const USAGE = `usage: weir <command> [options]
 
 commands:
-  start                     run Weir: capture, ingest and store in one process (the embedded default)
+  start                     run Weir: capture, ingest and store in one process (the embedded default;
+                            with a NATS URL it publishes to JetStream and consumes it itself)
+  capture                   HTTP capture only, publishing to NATS JetStream (needs --nats-url); reads
+                            project keys from the catalog in --data-dir; run one per core
+  ingest                    consume NATS JetStream into the store in --data-dir (needs --nats-url);
+                            /_health, /_ready and /metrics on --port (default 8001)
   sql [--data-dir DIR] SQL  run ClickHouse SQL on a stopped Weir's data directory; prints JSON lines
 
-options of start (each also read from its WEIR_* environment variable; see README):
-  --host HOST  --port PORT  --data-dir DIR  --log-level LEVEL  --nats-url URL
+options of start, capture and ingest (each also read from its WEIR_* environment variable; see README):
+  --host HOST  --port PORT  --data-dir DIR  --log-level LEVEL  --nats-url URL  --bus-ack-wait-ms MS
 `;
+
+class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   const { values, positionals } = parseArgs({
     args: rest,
     options: {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      'data-dir': { type: 'string' },
-      'log-level': { type: 'string' },
-      'nats-url': { type: 'string' },
+      ...Object.fromEntries(CONFIG_FLAGS.map((f) => [f, { type: 'string' } as const])),
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: true,
@@ -32,21 +33,43 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return command === undefined ? 2 : 0;
   }
-  const { help: _help, ...flags } = values;
+  const { help: _help, ...flags } = values as Record<string, string | undefined> & { help?: boolean };
+  const noArguments = (): void => {
+    if (positionals.length > 0)
+      throw new UsageError(`${command} takes no arguments, got '${positionals.join(' ')}'`);
+  };
+  const needsNats = (what: string): void => {
+    if (flags['nats-url'] === undefined && process.env['WEIR_NATS_URL'] === undefined)
+      throw new UsageError(`${command} ${what}: give --nats-url URL or set WEIR_NATS_URL`);
+  };
+  // Each command's module is loaded only when it runs: `weir capture` must never load chDB.
   switch (command) {
-    case 'start':
-      if (positionals.length > 0)
-        throw new UsageError(`start takes no arguments, got '${positionals.join(' ')}'`);
+    case 'start': {
+      noArguments();
+      const { runStart } = await import('./start.ts');
       return runStart(flags);
-    case 'sql':
+    }
+    case 'capture': {
+      noArguments();
+      needsNats('publishes to NATS JetStream');
+      const { runCapture } = await import('./capture.ts');
+      return runCapture(flags);
+    }
+    case 'ingest': {
+      noArguments();
+      needsNats('consumes from NATS JetStream');
+      const { runIngest } = await import('./ingest.ts');
+      return runIngest(flags);
+    }
+    case 'sql': {
       if (positionals.length !== 1) throw new UsageError('sql takes exactly one SQL statement (quote it)');
+      const { runSql } = await import('./sql.ts');
       return runSql(flags, positionals[0]!);
+    }
     default:
       throw new UsageError(`unknown command '${command}'`);
   }
 }
-
-class UsageError extends Error {}
 
 main(process.argv.slice(2)).then(
   (code) => {

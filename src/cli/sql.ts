@@ -13,8 +13,8 @@ export async function runSql(flags: Record<string, string | undefined>, sql: str
     process.env,
     flags['data-dir'] === undefined ? {} : { 'data-dir': flags['data-dir'] },
   );
-  for (const name of ['host', 'port', 'log-level', 'nats-url'] as const) {
-    if (flags[name] !== undefined) throw new Error(`sql does not take --${name}`);
+  for (const [name, value] of Object.entries(flags)) {
+    if (name !== 'data-dir' && value !== undefined) throw new Error(`sql does not take --${name}`);
   }
   const lock = DataDirLock.acquire(config.dataDir);
   // Opening applies what the commit log holds, so the answer includes every event Weir acknowledged.

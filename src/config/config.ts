@@ -41,6 +41,11 @@ export interface Config {
   readonly storeMaxPendingMb: number;
   /** Longest a committed row waits before the embedded store applies it to its tables (reads never wait). @default 200 */
   readonly storeApplyIntervalMs: number;
+  /**
+   * How long JetStream waits for ingest to acknowledge a batch before delivering it again: after an ingest
+   * crash, its unacknowledged batches wait this long. Batches still being handled are kept alive. @default 30000
+   */
+  readonly busAckWaitMs: number;
   /** Longest a graceful shutdown waits for in-flight work before giving up. @default 15000 */
   readonly shutdownTimeoutMs: number;
 }
@@ -154,6 +159,13 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     parse: int(100, 600_000),
     default: 5000,
   },
+  busAckWaitMs: {
+    key: 'busAckWaitMs',
+    env: 'WEIR_BUS_ACK_WAIT_MS',
+    flag: 'bus-ack-wait-ms',
+    parse: int(1000, 3_600_000),
+    default: 30_000,
+  },
   shutdownTimeoutMs: {
     key: 'shutdownTimeoutMs',
     env: 'WEIR_SHUTDOWN_TIMEOUT_MS',
@@ -181,12 +193,14 @@ export function describeOptions(): { env: string; flag: string | undefined; defa
 }
 
 /**
- * Builds the frozen config. `env` is usually `process.env`; `flags` the parsed `--name value` pairs.
+ * Builds the frozen config. `env` is usually `process.env`; `flags` the parsed `--name value` pairs;
+ * `defaults` replaces the schema's defaults where a command needs others (`weir ingest` listens on 8001).
  * Throws ConfigError with every problem found, not just the first.
  */
 export function loadConfig(
   env: Readonly<Record<string, string | undefined>>,
   flags: Readonly<Record<string, string | undefined>> = {},
+  defaults: Partial<Config> = {},
 ): Config {
   const problems: string[] = [];
   const known = new Set(Object.values(OPTIONS).map((o: OptionSpec<keyof Config>) => o.env));
@@ -203,7 +217,7 @@ export function loadConfig(
     const raw = fromFlag ?? env[spec.env];
     const name = fromFlag !== undefined ? `--${spec.flag}` : spec.env;
     if (raw === undefined) {
-      out[spec.key] = spec.default;
+      out[spec.key] = spec.key in defaults ? defaults[spec.key] : spec.default;
       continue;
     }
     try {

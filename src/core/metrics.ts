@@ -114,6 +114,54 @@ export class Metrics {
     labelNames: ['table'] as const,
     registers: [this.registry],
   });
+  readonly busPublishDuration = new Histogram({
+    name: 'weir_bus_publish_duration_seconds',
+    help: "Time from publishing a capture request's batches to JetStream until every one is acknowledged.",
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  readonly busPublishedMessages = new Counter({
+    name: 'weir_bus_published_messages_total',
+    help: 'JetStream messages (micro-batches of events) acknowledged, by lane.',
+    labelNames: ['lane'] as const,
+    registers: [this.registry],
+  });
+  readonly busPublishFailures = new Counter({
+    name: 'weir_bus_publish_failures_total',
+    help: 'Capture requests answered 503 because JetStream could not take their events, by reason.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly busConsumerPending = new Gauge({
+    name: 'weir_bus_consumer_pending_messages',
+    help: 'Consumer lag: messages in the stream not yet delivered to ingest, by lane (polled).',
+    labelNames: ['lane'] as const,
+    registers: [this.registry],
+  });
+  readonly busConsumerAckPending = new Gauge({
+    name: 'weir_bus_consumer_ack_pending_messages',
+    help: 'Messages delivered to ingest and not yet acknowledged (committed), by lane (polled).',
+    labelNames: ['lane'] as const,
+    registers: [this.registry],
+  });
+  readonly busRedeliveries = new Counter({
+    name: 'weir_bus_redelivered_messages_total',
+    help: 'Messages JetStream delivered again (after a failed commit, an ack timeout or an ingest crash), by lane.',
+    labelNames: ['lane'] as const,
+    registers: [this.registry],
+  });
+  readonly busNaks = new Counter({
+    name: 'weir_bus_nak_total',
+    help: 'Messages ingest could not commit and handed back for a later redelivery, by lane.',
+    labelNames: ['lane'] as const,
+    registers: [this.registry],
+  });
+  readonly natsConnected = new Gauge({
+    name: 'weir_nats_connected',
+    help: 'Whether the NATS connection is up (1) or reconnecting (0), by connection.',
+    labelNames: ['connection'] as const,
+    registers: [this.registry],
+  });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'weir_' });

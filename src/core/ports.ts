@@ -86,9 +86,14 @@ export interface NewPersonalApiKey {
  * reads of this process. Changes never lose one another, however many run at once. A NATS KV adapter
  * fits the same shape: reads from a watched in-memory copy, changes as CAS writes on revision.
  */
-export interface Catalog {
+/** What capture needs of the catalog: project API keys. A `weir capture` process has only this view. */
+export interface ProjectKeys {
   /** The project a project API key names, or undefined. Hot path of capture: must not do I/O. */
   projectByApiToken(token: string): Project | undefined;
+  close(): Promise<void>;
+}
+
+export interface Catalog extends ProjectKeys {
   project(id: number): Project | undefined;
   /** Every project, by id. */
   listProjects(): readonly Project[];
@@ -109,5 +114,4 @@ export interface Catalog {
   createPersonalKey(input: NewPersonalApiKey): Promise<{ key: PersonalApiKey; value: string }>;
   /** Revokes a key at once; false when there is no such key or it was already revoked. */
   revokePersonalKey(id: string): Promise<boolean>;
-  close(): Promise<void>;
 }

@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, connect as tcpConnect } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -14,6 +14,10 @@ export interface NatsServer {
   stop(): Promise<void>;
   /** Starts it again on the same port and store directory. */
   restart(): Promise<void>;
+  /** Freezes the server (SIGSTOP) and waits until it is stopped: connections stay open, nothing is answered. */
+  pause(): Promise<void>;
+  /** Thaws a paused server (SIGCONT). */
+  resume(): void;
   /** Stops it and removes its store. */
   close(): Promise<void>;
 }
@@ -75,6 +79,18 @@ export async function startNatsServer(): Promise<NatsServer> {
     port,
     stop,
     restart: start,
+    async pause() {
+      const c = child;
+      if (!c?.pid) return;
+      c.kill('SIGSTOP');
+      // The signal takes effect when the kernel next schedules the process: wait until /proc says stopped.
+      const deadline = Date.now() + 5_000;
+      while (!/^\d+ \(.*\) T/.test(readFileSync(`/proc/${c.pid}/stat`, 'utf8'))) {
+        if (Date.now() > deadline) throw new Error('nats-server did not stop on SIGSTOP');
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    },
+    resume: () => child?.kill('SIGCONT'),
     async close() {
       await stop();
       rmSync(storeDir, { recursive: true, force: true });

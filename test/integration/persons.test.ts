@@ -364,7 +364,7 @@ t.test('concurrent merges through a one-entry cache stay consistent with the sto
   const again = await Promise.all(['a', 'u', 'v'].map((d) => run(captured(project, 'check', d))));
   const fresh = personState(w.weir.store, 100);
   const reloaded = await Promise.all(
-    ['a', 'u', 'v'].map((d) => fresh.process(captured(project, 'check', d))),
+    ['a', 'u', 'v'].map((d) => Promise.resolve(fresh.process(captured(project, 'check', d)))),
   );
   t.same(
     again.map((o) => o.person.id),

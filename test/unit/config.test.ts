@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { ConfigError, loadConfig } from '../../src/config/config.ts';
+import { ConfigError, describeOptions, loadConfig } from '../../src/config/config.ts';
 
 t.test('defaults', (t) => {
   const c = loadConfig({});
@@ -37,5 +38,31 @@ t.test('values are validated', (t) => {
   t.throws(() => loadConfig({ WEIR_LOG_LEVEL: 'loud' }), /must be one of/);
   t.throws(() => loadConfig({ WEIR_BOOTSTRAP_PROJECT_API_KEY: '  ' }), /must not be empty/);
   t.doesNotThrow(() => loadConfig({ OTHER_VAR: 'x', PATH: '/bin' }), 'non-WEIR variables are ignored');
+  t.end();
+});
+
+t.test('a command may replace defaults; environment and flags still win', (t) => {
+  t.equal(loadConfig({}, {}, { port: 8001 }).port, 8001, 'weir ingest listens on 8001 by default');
+  t.equal(loadConfig({ WEIR_PORT: '9000' }, {}, { port: 8001 }).port, 9000);
+  t.equal(loadConfig({}, { port: '9100' }, { port: 8001 }).port, 9100);
+  t.end();
+});
+
+t.test('the bus ack wait is a setting and a flag, at least a second', (t) => {
+  t.equal(loadConfig({}).busAckWaitMs, 30_000);
+  t.equal(loadConfig({ WEIR_BUS_ACK_WAIT_MS: '5000' }).busAckWaitMs, 5000);
+  t.equal(loadConfig({}, { 'bus-ack-wait-ms': '2000' }).busAckWaitMs, 2000);
+  t.throws(() => loadConfig({ WEIR_BUS_ACK_WAIT_MS: '10' }), /between 1000 and/);
+  t.end();
+});
+
+t.test('every setting has a row in the README configuration table', (t) => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const rows = readme.split('\n').filter((l) => l.startsWith('| `WEIR_'));
+  for (const o of describeOptions()) {
+    const row = rows.find((r) => r.includes(`\`${o.env}\``));
+    t.ok(row, `${o.env} is documented`);
+    if (row && o.flag) t.match(row, `\`--${o.flag}\``, `${o.env} row names --${o.flag}`);
+  }
   t.end();
 });

@@ -1,42 +1,73 @@
 import { jetstream, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
 import type { Lane } from '../../core/event.ts';
 import type { Logger } from '../../core/logger.ts';
+import type { Metrics } from '../../core/metrics.ts';
 import type { EventSink } from '../embedded-bus.ts';
 import { decodeBatch } from './codec.ts';
+import type { NatsLink } from './connection.ts';
 import { CONSUMERS, STREAM } from './streams.ts';
+
+const ACK_TIMEOUT_MS = 2000;
+
+export interface LaneConsumerConfig {
+  /** The consumer's ack wait: a batch still being handled is reported in progress well within it. */
+  readonly ackWaitMs: number;
+}
+
+export interface LaneConsumerDeps {
+  readonly sink: EventSink;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}
 
 /**
  * Pulls one lane's batches from its durable consumer and hands them to ingest, acknowledging a message
- * only after ingest has committed it. A failure is a `nak` with a delay, so JetStream redelivers it later;
- * `max_ack_pending` on the consumer bounds what is in flight (the back-pressure valve). Messages are handed
- * on in delivery order, and ingest's keyed actors keep that order per (project, distinct_id).
+ * only after ingest has committed it. A failure is a `nak` with a growing delay, so JetStream redelivers it
+ * later; `max_ack_pending` on the consumer bounds what is in flight (the back-pressure valve). Messages are
+ * handed on in delivery order, and ingest's keyed actors keep that order per (project, distinct_id).
+ *
+ * A batch that takes long (a large backlog, a slow store) is reported in progress (`working`) every third of
+ * the ack wait, so only a crashed ingest's batches are redelivered, after one ack wait.
+ *
+ * Acks wait for the connection and are confirmed by the server: the NATS client drops what it is asked to
+ * send while it reconnects, and an ack lost in a NATS outage would hold the batch (and with it the whole
+ * historical lane) until the ack wait runs out, then have it processed a second time.
  */
 export class LaneConsumer {
   readonly #lane: Lane;
-  readonly #sink: EventSink;
-  readonly #logger: Logger;
+  readonly #config: LaneConsumerConfig;
+  readonly #deps: LaneConsumerDeps;
   #messages: ConsumerMessages | undefined;
-  readonly #inFlight = new Set<Promise<void>>();
+  readonly #inFlight = new Map<Promise<void>, JsMsg>();
   #loop: Promise<void> | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #link: NatsLink | undefined;
 
-  constructor(lane: Lane, deps: { sink: EventSink; logger: Logger }) {
+  constructor(lane: Lane, config: LaneConsumerConfig, deps: LaneConsumerDeps) {
     this.#lane = lane;
-    this.#sink = deps.sink;
-    this.#logger = deps.logger;
+    this.#config = config;
+    this.#deps = deps;
   }
 
-  async start(nc: NatsConnection): Promise<void> {
+  async start(link: NatsLink): Promise<void> {
+    this.#link = link;
     const spec = CONSUMERS[this.#lane];
-    const consumer = await jetstream(nc).consumers.get(STREAM, spec.durable);
+    const consumer = await jetstream(link.nc).consumers.get(STREAM, spec.durable);
     this.#messages = await consumer.consume({ max_messages: spec.maxAckPending });
     this.#loop = this.#run(this.#messages);
+    this.#heartbeat = setInterval(
+      () => {
+        for (const m of this.#inFlight.values()) m.working();
+      },
+      Math.max(100, Math.floor(this.#config.ackWaitMs / 3)),
+    );
+    this.#heartbeat.unref();
   }
 
   async #run(messages: ConsumerMessages): Promise<void> {
     for await (const m of messages) {
       const p = this.#handle(m);
-      this.#inFlight.add(p);
+      this.#inFlight.set(p, m);
       void p.finally(() => this.#inFlight.delete(p));
       // Historical: strictly one at a time, in stream order.
       if (this.#lane === 'historical') await p;
@@ -44,32 +75,60 @@ export class LaneConsumer {
   }
 
   async #handle(m: JsMsg): Promise<void> {
+    const lane = this.#lane;
+    if (m.info.redelivered) this.#deps.metrics.busRedeliveries.inc({ lane });
     let batch;
     try {
       batch = decodeBatch(m.data);
     } catch (err) {
       // A message that can never be read must not block the lane: terminate it and say so.
-      this.#logger.error({ err, seq: m.seq, subject: m.subject }, 'undecodable bus message terminated');
+      this.#deps.logger.error({ err, seq: m.seq, subject: m.subject }, 'undecodable bus message terminated');
       m.term();
       return;
     }
     try {
-      await this.#sink.handle(batch);
-      m.ack();
+      await this.#deps.sink.handle(batch);
     } catch (err) {
       const delayMs = Math.min(30_000, 250 * 2 ** Math.min(m.info.deliveryCount, 7));
-      this.#logger.warn(
-        { err, seq: m.seq, deliveries: m.info.deliveryCount, delayMs },
+      this.#deps.metrics.busNaks.inc({ lane });
+      this.#deps.logger.warn(
+        { err, lane, seq: m.seq, deliveries: m.info.deliveryCount, delayMs },
         'ingest failed; batch will be redelivered',
       );
       m.nak(delayMs);
+      return;
+    }
+    await this.#ack(m);
+  }
+
+  /**
+   * Acks once connected (waiting through a reconnect, at most an ack wait: by then JetStream delivers the
+   * batch again anyway, and ingest drops its events as duplicates), and has the server confirm it.
+   */
+  async #ack(m: JsMsg): Promise<void> {
+    const link = this.#link!;
+    if (!(await link.waitConnected(this.#config.ackWaitMs))) {
+      this.#deps.logger.warn(
+        { seq: m.seq, lane: this.#lane },
+        'not acked (NATS unreachable); it will be redelivered',
+      );
+      return;
+    }
+    try {
+      await m.ackAck({ timeout: ACK_TIMEOUT_MS });
+    } catch (err) {
+      this.#deps.logger.warn(
+        { err, seq: m.seq, lane: this.#lane },
+        'ack not confirmed; it may be redelivered',
+      );
     }
   }
 
-  /** Stops pulling and waits for the batches being handled. */
+  /** Stops pulling and waits for the batches being handled (their acks are sent when the connection drains). */
   async stop(): Promise<void> {
+    clearInterval(this.#heartbeat);
     await this.#messages?.close();
     await this.#loop?.catch(() => undefined);
-    await Promise.all(this.#inFlight);
+    await Promise.all(this.#inFlight.keys());
   }
 }

@@ -1,12 +1,13 @@
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import type { EventBatch } from '../../core/event.ts';
+import type { EventBatch, Lane } from '../../core/event.ts';
 import type { Logger } from '../../core/logger.ts';
+import type { Metrics } from '../../core/metrics.ts';
 import { partitionOf } from '../../core/partition.ts';
 import type { Bus } from '../../core/ports.ts';
 import { AppError } from '../../errors/app-error.ts';
 import { batchMessageId, encodeBatch } from './codec.ts';
-import { ensureStreams, subjectOf } from './streams.ts';
+import { NatsLink } from './connection.ts';
+import { ensureStream, subjectOf } from './streams.ts';
 
 export interface JetStreamBusConfig {
   readonly natsUrl: string;
@@ -16,43 +17,49 @@ export interface JetStreamBusConfig {
   readonly publishTimeoutMs: number;
 }
 
+export interface JetStreamBusDeps {
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}
+
 /**
  * The Bus over NATS JetStream. A capture request's events are grouped by lane and partition
  * (hash of project:distinct_id) and each group is published as one message with a Nats-Msg-Id derived from
  * its uuids; `publish` resolves only when every message of the request is acknowledged by JetStream.
+ * While NATS is unreachable, or when an ack does not come in time, publishing fails with 503 `unavailable`.
  */
 export class JetStreamBus implements Bus {
   readonly #config: JetStreamBusConfig;
-  readonly #nc: NatsConnection;
+  readonly #link: NatsLink;
   readonly #js: JetStreamClient;
-  readonly #logger: Logger;
-  #connected = true;
+  readonly #metrics: Metrics;
 
-  private constructor(config: JetStreamBusConfig, nc: NatsConnection, logger: Logger) {
+  private constructor(config: JetStreamBusConfig, link: NatsLink, metrics: Metrics) {
     this.#config = config;
-    this.#nc = nc;
-    this.#js = jetstream(nc);
-    this.#logger = logger;
-    void this.#watch();
+    this.#link = link;
+    this.#js = jetstream(link.nc);
+    this.#metrics = metrics;
   }
 
-  static async connect(config: JetStreamBusConfig, logger: Logger): Promise<JetStreamBus> {
-    const nc = await connectNats(config.natsUrl, 'weir-capture');
-    await ensureStreams(await jetstreamManager(nc), { replicas: 1, duplicateWindowMs: 120_000 });
-    return new JetStreamBus(config, nc, logger);
+  static async connect(config: JetStreamBusConfig, deps: JetStreamBusDeps): Promise<JetStreamBus> {
+    const link = await NatsLink.open(config.natsUrl, 'publish', deps);
+    try {
+      await ensureStream(await jetstreamManager(link.nc), { replicas: 1, duplicateWindowMs: 120_000 });
+    } catch (err) {
+      await link.close();
+      throw err;
+    }
+    return new JetStreamBus(config, link, deps.metrics);
   }
 
   async publish(batches: readonly EventBatch[]): Promise<void> {
-    if (!this.#connected) {
-      throw new AppError('unavailable', {
-        detail: 'The event bus is unreachable.',
-        retryAfterSeconds: 1,
-        retriable: true,
-      });
+    if (!this.#link.connected) {
+      this.#metrics.busPublishFailures.inc({ reason: 'disconnected' });
+      this.#link.assertConnected();
     }
-    const messages: { subject: string; data: Uint8Array; msgID: string }[] = [];
+    const messages: { lane: Lane; subject: string; data: Uint8Array; msgID: string }[] = [];
     // Leave room for headers under the server's max_payload (1 MiB by default).
-    const maxBytes = Math.max(64 * 1024, (this.#nc.info?.max_payload ?? 1024 * 1024) - 16 * 1024);
+    const maxBytes = Math.max(64 * 1024, (this.#link.nc.info?.max_payload ?? 1024 * 1024) - 16 * 1024);
     for (const batch of batches) {
       // Historical events are one ordered sequence: not split by partition, published in request order
       // (one connection publishes in order, and the historical consumer handles one message at a time).
@@ -62,15 +69,16 @@ export class JetStreamBus implements Bus {
           : splitByPartition(batch, this.#config.busPartitions);
       for (const [partition, part] of groups) {
         for (const chunk of chunkBySize(part, maxBytes)) {
-          const data = encodeBatch(chunk);
           messages.push({
+            lane: batch.lane,
             subject: subjectOf(batch.lane, partition),
-            data,
+            data: encodeBatch(chunk),
             msgID: batchMessageId(chunk, partition),
           });
         }
       }
     }
+    const started = performance.now();
     try {
       await Promise.all(
         messages.map((m) =>
@@ -78,6 +86,7 @@ export class JetStreamBus implements Bus {
         ),
       );
     } catch (err) {
+      this.#metrics.busPublishFailures.inc({ reason: isTimeout(err) ? 'timeout' : 'error' });
       throw new AppError('unavailable', {
         detail: 'The event bus did not acknowledge the events; retry after the time in Retry-After.',
         retryAfterSeconds: 1,
@@ -85,38 +94,22 @@ export class JetStreamBus implements Bus {
         cause: err,
       });
     }
+    this.#metrics.busPublishDuration.observe((performance.now() - started) / 1000);
+    for (const m of messages) this.#metrics.busPublishedMessages.inc({ lane: m.lane });
   }
 
   isReady(): boolean {
-    return this.#connected && !this.#nc.isClosed();
+    return this.#link.connected;
   }
 
   async close(): Promise<void> {
-    await this.#nc.drain();
-  }
-
-  async #watch(): Promise<void> {
-    for await (const s of this.#nc.status()) {
-      if (s.type === 'disconnect') {
-        this.#connected = false;
-        this.#logger.warn({ server: s.server }, 'nats disconnected');
-      } else if (s.type === 'reconnect') {
-        this.#connected = true;
-        this.#logger.info({ server: s.server }, 'nats reconnected');
-      }
-    }
+    await this.#link.close();
   }
 }
 
-/** Connects with reconnection forever: a NATS outage is a 503 while it lasts, never a crash. */
-export function connectNats(url: string, name: string): Promise<NatsConnection> {
-  return connect({
-    servers: url,
-    name,
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 250,
-    waitOnFirstConnect: false,
-  });
+function isTimeout(err: unknown): boolean {
+  const e = err as { name?: string; message?: string };
+  return e.name === 'TimeoutError' || /timeout/i.test(String(e.message));
 }
 
 /** The batch's events grouped by partition; warnings ride with the first group. */

@@ -30,10 +30,10 @@ export interface StreamOptions {
 }
 
 /**
- * Creates or updates the EVENTS stream and the ingest consumers to the shape Weir needs: idempotent, so
- * every process may run it at start. Work-queue retention: a batch is removed once ingest acknowledges it.
+ * Creates or updates the EVENTS stream to the shape Weir needs: idempotent, so every process may run it at
+ * start. Work-queue retention: a batch is removed once ingest acknowledges it.
  */
-export async function ensureStreams(jsm: JetStreamManager, options: StreamOptions): Promise<void> {
+export async function ensureStream(jsm: JetStreamManager, options: StreamOptions): Promise<void> {
   const config = {
     name: STREAM,
     subjects: ['events.>'],
@@ -50,13 +50,25 @@ export async function ensureStreams(jsm: JetStreamManager, options: StreamOption
     if (!isNotFound(err)) throw err;
     await jsm.streams.add(config);
   }
+}
+
+export interface ConsumerOptions {
+  /** How long JetStream waits for an ack before delivering a batch again. */
+  readonly ackWaitMs: number;
+}
+
+/**
+ * Creates or updates ingest's durable consumers (the stream must exist). Only ingest runs this, so the
+ * consumers' settings follow the ingest processes' configuration, not the capture processes'.
+ */
+export async function ensureConsumers(jsm: JetStreamManager, options: ConsumerOptions): Promise<void> {
   for (const c of Object.values(CONSUMERS)) {
     const consumer = {
       durable_name: c.durable,
       filter_subject: c.filter,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
-      ack_wait: nanos(30_000),
+      ack_wait: nanos(options.ackWaitMs),
       max_ack_pending: c.maxAckPending,
       max_deliver: -1,
     };

@@ -1,0 +1,127 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from '../../core/logger.ts';
+import type { Metrics } from '../../core/metrics.ts';
+import { AppError } from '../../errors/app-error.ts';
+
+export interface NatsLinkDeps {
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}
+
+/**
+ * One NATS connection and what is known of its state. It reconnects forever (a NATS outage is a 503 while
+ * it lasts, never a crash); each change of state is logged and shown on `weir_nats_connected{connection}`,
+ * and `connected` is what publishing and `/_ready` consult.
+ */
+export class NatsLink {
+  readonly nc: NatsConnection;
+  readonly #name: string;
+  readonly #deps: NatsLinkDeps;
+  #connected = true;
+  #waiters: (() => void)[] = [];
+  readonly #watching: Promise<void>;
+
+  private constructor(nc: NatsConnection, name: string, deps: NatsLinkDeps) {
+    this.nc = nc;
+    this.#name = name;
+    this.#deps = deps;
+    deps.metrics.natsConnected.set({ connection: name }, 1);
+    this.#watching = this.#watch();
+  }
+
+  /**
+   * Connects, or fails with a plain message when the server cannot be reached at all: a process that has
+   * never reached NATS has nothing to offer, and its supervisor restarts it. Later outages are survived.
+   */
+  static async open(url: string, name: string, deps: NatsLinkDeps): Promise<NatsLink> {
+    let nc: NatsConnection;
+    try {
+      nc = await connect({
+        servers: url,
+        name,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 250,
+        reconnectJitter: 100,
+        waitOnFirstConnect: false,
+      });
+    } catch (err) {
+      throw new Error(`cannot connect to NATS at ${url}: ${(err as Error).message}`, { cause: err });
+    }
+    deps.logger.info({ connection: name, server: nc.getServer() }, 'nats connected');
+    return new NatsLink(nc, name, deps);
+  }
+
+  get connected(): boolean {
+    return this.#connected && !this.nc.isClosed() && !this.nc.isDraining();
+  }
+
+  /** Resolves true once connected (at once if it is), false if that takes longer than `timeoutMs` or it closes. */
+  waitConnected(timeoutMs: number): Promise<boolean> {
+    if (this.connected) return Promise.resolve(true);
+    if (this.nc.isClosed()) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#waiters = this.#waiters.filter((w) => w !== wake);
+        resolve(false);
+      }, timeoutMs);
+      const wake = (): void => {
+        clearTimeout(timer);
+        resolve(this.connected);
+      };
+      this.#waiters.push(wake);
+    });
+  }
+
+  /** Throws the 503 a client should see while NATS is unreachable. */
+  assertConnected(): void {
+    if (!this.connected)
+      throw new AppError('unavailable', {
+        detail: 'The event bus is unreachable; retry after the time in Retry-After.',
+        retryAfterSeconds: 1,
+        retriable: true,
+      });
+  }
+
+  /** Flushes what is buffered (acks, publishes) and closes. */
+  async close(): Promise<void> {
+    if (!this.nc.isClosed() && !this.nc.isDraining()) await this.nc.drain();
+    await this.#watching;
+  }
+
+  async #watch(): Promise<void> {
+    const { metrics, logger } = this.#deps;
+    const connection = this.#name;
+    for await (const s of this.nc.status()) {
+      switch (s.type) {
+        case 'disconnect':
+          this.#connected = false;
+          metrics.natsConnected.set({ connection }, 0);
+          logger.warn({ connection, server: s.server }, 'nats disconnected; reconnecting');
+          break;
+        case 'reconnect':
+          this.#connected = true;
+          metrics.natsConnected.set({ connection }, 1);
+          logger.info({ connection, server: s.server }, 'nats reconnected');
+          this.#wake();
+          break;
+        case 'error':
+          logger.warn({ connection, err: s.error }, 'nats error');
+          break;
+        case 'staleConnection':
+          logger.warn({ connection }, 'nats connection stale; reconnecting');
+          break;
+        default:
+          break;
+      }
+    }
+    this.#connected = false;
+    metrics.natsConnected.set({ connection }, 0);
+    this.#wake();
+  }
+
+  #wake(): void {
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const w of waiters) w();
+  }
+}

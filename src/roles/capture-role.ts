@@ -1,0 +1,80 @@
+import uWS from 'uWebSockets.js';
+import { registerOpsRoutes } from '../api/ops-routes.ts';
+import { JetStreamBus } from '../bus/jetstream/jetstream-bus.ts';
+import { CaptureService } from '../capture/capture-service.ts';
+import { registerCaptureRoutes } from '../capture/http-routes.ts';
+import { ReadOnlyFileCatalog } from '../catalog/read-only-file-catalog.ts';
+import { ConfigError, type Config } from '../config/config.ts';
+import type { Logger } from '../core/logger.ts';
+import { Metrics } from '../core/metrics.ts';
+import type { Bus, ProjectKeys } from '../core/ports.ts';
+import { InFlight } from '../http/in-flight.ts';
+import { drainRequests, listen } from '../http/server.ts';
+import { Teardown } from './teardown.ts';
+
+/**
+ * `weir capture`: HTTP capture publishing to JetStream, and nothing else — no store, no data-directory lock,
+ * no chDB (this module must not import one that loads it). Stateless: run any number, one per core; on one
+ * machine they may share a port. Project keys come from the owner's catalog file in `--data-dir`, read-only.
+ */
+
+export interface CaptureRole {
+  readonly port: number;
+  readonly url: string;
+  readonly metrics: Metrics;
+  readonly catalog: ReadOnlyFileCatalog;
+  /** Stops taking requests, finishes those in progress (their publishes are acknowledged or refused), closes. */
+  close(): Promise<void>;
+}
+
+/** Mounts the capture routes on `app`; shared by `weir capture` and `weir start`. */
+export function mountCapture(
+  app: uWS.TemplatedApp,
+  config: Config,
+  deps: { catalog: ProjectKeys; bus: Bus; metrics: Metrics; logger: Logger },
+): InFlight {
+  const inFlight = new InFlight();
+  const service = new CaptureService(config, deps);
+  registerCaptureRoutes(app, { service, inFlight, metrics: deps.metrics, logger: deps.logger });
+  return inFlight;
+}
+
+export async function startCaptureRole(config: Config, logger: Logger): Promise<CaptureRole> {
+  const natsUrl = config.natsUrl;
+  if (natsUrl === undefined)
+    throw new ConfigError('weir capture publishes to NATS JetStream: set WEIR_NATS_URL or --nats-url');
+  const teardown = new Teardown(logger);
+  try {
+    const metrics = new Metrics();
+    const catalog = await ReadOnlyFileCatalog.open({ dataDir: config.dataDir }, logger);
+    teardown.push('stop reading the catalog', () => catalog.close());
+    const bus = await JetStreamBus.connect({ ...config, natsUrl }, { metrics, logger });
+    teardown.push('close the bus', () => bus.close());
+
+    const app = uWS.App();
+    const inFlight = mountCapture(app, config, { catalog, bus, metrics, logger });
+    let ready = false;
+    registerOpsRoutes(app, { metrics, logger, isReady: () => ready && bus.isReady() && catalog.loaded });
+    const server = await listen(app, config.host, config.port);
+    teardown.push('finish requests in progress', async () => {
+      server.stopListening();
+      await drainRequests(inFlight, config.shutdownTimeoutMs, logger);
+    });
+    ready = true;
+    logger.info(
+      { url: server.url, role: 'capture', natsUrl, dataDir: config.dataDir },
+      'weir capture is ready',
+    );
+
+    let closing: Promise<void> | undefined;
+    const close = (): Promise<void> =>
+      (closing ??= (async () => {
+        ready = false;
+        await teardown.run();
+        logger.info('stopped');
+      })());
+    return { port: server.port, url: server.url, metrics, catalog, close };
+  } catch (err) {
+    return teardown.abandon(err);
+  }
+}

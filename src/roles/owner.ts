@@ -1,0 +1,73 @@
+import { IngestConsumers } from '../bus/jetstream/ingest-consumers.ts';
+import { FileCatalog } from '../catalog/file-catalog.ts';
+import type { Config } from '../config/config.ts';
+import type { Logger } from '../core/logger.ts';
+import type { Metrics } from '../core/metrics.ts';
+import type { Store } from '../core/ports.ts';
+import { IngestService } from '../ingest/ingest-service.ts';
+import { type LoggedStore, openEmbeddedStore } from '../store/logged-store.ts';
+import { DataDirLock } from '../store/data-dir-lock.ts';
+import type { Teardown } from './teardown.ts';
+
+/**
+ * The parts of the process that owns a data directory (`weir start`, `weir ingest`): the lock, the catalog,
+ * the chDB store, and ingest. This module loads chDB; `weir capture` never imports it.
+ */
+
+/** A running process that owns a data directory: `weir start` or `weir ingest`. */
+export interface Weir {
+  readonly port: number;
+  readonly url: string;
+  readonly catalog: FileCatalog;
+  readonly metrics: Metrics;
+  /** The analytical store (for tests and operator tools in the same process). */
+  readonly store: Store;
+  /** Stops taking work, finishes what is in progress, commits what was accepted, releases the data directory. */
+  close(): Promise<void>;
+}
+
+export interface OwnedDataDir {
+  readonly catalog: FileCatalog;
+  readonly store: LoggedStore;
+}
+
+/**
+ * Locks the data directory (chDB allows one process per directory), opens the catalog and the embedded store
+ * (migrated, and with what its commit log held from the last run applied).
+ */
+export async function openDataDir(
+  config: Config,
+  deps: { logger: Logger; metrics: Metrics },
+  teardown: Teardown,
+): Promise<OwnedDataDir> {
+  const lock = DataDirLock.acquire(config.dataDir);
+  teardown.push('release the data directory', () => lock.release());
+  const catalog = await FileCatalog.open(config);
+  teardown.push('close the catalog', () => catalog.close());
+  const store = await openEmbeddedStore(config, deps);
+  teardown.push('close the store', () => store.close());
+  return { catalog, store };
+}
+
+/** Ingest on the store, its duplicate window warmed; on shutdown it commits everything handed to it. */
+export async function startIngest(
+  config: Config,
+  deps: { store: Store; metrics: Metrics; logger: Logger },
+  teardown: Teardown,
+): Promise<IngestService> {
+  const ingest = new IngestService(config, deps);
+  await ingest.start(config.dedupWindow);
+  teardown.push('commit what ingest holds', () => ingest.drain());
+  return ingest;
+}
+
+/** Consumes every lane of the JetStream bus into ingest; on shutdown, stops pulling and acks what it handled. */
+export async function consumeBus(
+  config: Config & { natsUrl: string },
+  deps: { ingest: IngestService; metrics: Metrics; logger: Logger },
+  teardown: Teardown,
+): Promise<IngestConsumers> {
+  const consumers = await IngestConsumers.start(config, { sink: deps.ingest, ...deps });
+  teardown.push('stop consuming', () => consumers.stop());
+  return consumers;
+}
