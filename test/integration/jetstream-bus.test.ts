@@ -1,11 +1,11 @@
 /**
  * Capture → NATS JetStream → ingest → chDB, with a real nats-server: events answered 200 are durable in
  * the stream and land in the store; a retried request is stored once; a historical migration keeps order.
+ * (A store that cannot commit: jetstream-store-behind.test.ts.)
  */
 import t from 'tap';
 import { PostHog } from 'posthog-node';
 import { startNatsServer } from '../helpers/nats-server.ts';
-import { metricValue, waitStreamDrained } from '../helpers/roles.ts';
 import { PROJECT_API_KEY, post, startTestWeir, waitFor } from '../helpers/weir.ts';
 
 const nats = await startNatsServer();
@@ -95,44 +95,3 @@ t.test('a historical migration through JetStream keeps its order', async (t) => 
     'stored in the order they were sent',
   );
 });
-
-t.test(
-  'a store fault: capture still answers 200, ingest naks and retries, nothing is lost or doubled',
-  async (t) => {
-    const metric = async (name: string): Promise<number> =>
-      metricValue(await (await fetch(`${w.url}/metrics`)).text(), name);
-    const naksBefore = await metric('weir_bus_nak_total');
-    await w.weir.store.command('RENAME TABLE events TO events_away');
-    let renamedBack = false;
-    t.teardown(async () => {
-      if (!renamedBack) await w.weir.store.command('RENAME TABLE events_away TO events');
-    });
-    const body = JSON.stringify({
-      api_key: PROJECT_API_KEY,
-      batch: Array.from({ length: 50 }, (_, i) => ({
-        event: 'js store fault',
-        properties: { distinct_id: `sf-${i % 5}`, i },
-      })),
-    });
-    t.equal((await post(`${w.url}/batch/`, body)).status, 200, 'JetStream holds the events: 200');
-    await waitFor(
-      async () => ((await metric('weir_bus_nak_total')) > naksBefore ? true : undefined),
-      15_000,
-      'ingest to nak the batch it could not commit',
-    );
-    await w.weir.store.command('RENAME TABLE events_away TO events');
-    renamedBack = true;
-    await waitFor(
-      async () => ((await count("event = 'js store fault'")) === 50 ? true : undefined),
-      30_000,
-      'the redelivered batches to be stored',
-    );
-    t.ok((await metric('weir_bus_redelivered_messages_total')) > 0, 'the batches were redelivered');
-    // Everything acknowledged (the work-queue stream is empty), so no later copy can still arrive.
-    await waitStreamDrained(nats.url);
-    const [row] = await w.rows<{ n: string; u: string }>(
-      `SELECT count() AS n, uniqExact(uuid) AS u FROM events WHERE event = 'js store fault'`,
-    );
-    t.same([Number(row?.n), Number(row?.u)], [50, 50], 'each event stored once');
-  },
-);
