@@ -26,6 +26,8 @@ export const PRECEDENCE: readonly [string, string][] = [
   ['7 DIV 2 MOD 3', '(% (div 7 2) 3)'],
   ['a || b + c', '(|| a (+ b c))'],
   ['a = b || c', '(= a (|| b c))'],
+  ['a || b || c', '(|| a b c)'],
+  ['(a || b) || c', '(|| (|| a b) c)'],
   ['a < b = c', '(= (< a b) c)'],
   ['x BETWEEN 1 AND 2 AND y', '(and (between x 1 2) y)'],
   ['x NOT BETWEEN 1 AND 2 OR y', '(or (notBetween x 1 2) y)'],

@@ -67,6 +67,8 @@ export function sexpr(e: Expr): string {
     case 'and':
     case 'or':
       return s(e.kind, ...e.operands);
+    case 'concat':
+      return s('||', ...e.operands);
     case 'not':
       return s('not', e.operand);
     case 'negate':

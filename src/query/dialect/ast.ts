@@ -200,6 +200,7 @@ export type Expr =
   | Binary
   | And
   | Or
+  | Concat
   | Not
   | Negate
   | Between
@@ -312,12 +313,12 @@ export interface TupleAccess extends Node {
   element: number | string;
 }
 
-export type ArithmeticOp = '+' | '-' | '*' | '/' | '%' | 'div' | '||';
+export type ArithmeticOp = '+' | '-' | '*' | '/' | '%' | 'div';
 export type ComparisonOp = '=' | '!=' | '<' | '<=' | '>' | '>=';
 export type MatchOp = 'like' | 'notLike' | 'ilike' | 'notILike' | 'in' | 'notIn';
 export type BinaryOp = ArithmeticOp | ComparisonOp | MatchOp;
 
-/** Arithmetic, `||`, comparisons, `[NOT] [I]LIKE`, `[NOT] IN` (the right side a tuple, subquery, array, …). */
+/** Arithmetic, comparisons, `[NOT] [I]LIKE`, `[NOT] IN` (the right side a tuple, subquery, array, …). */
 export interface Binary extends Node {
   kind: 'binary';
   op: BinaryOp;
@@ -333,6 +334,12 @@ export interface And extends Node {
 
 export interface Or extends Node {
   kind: 'or';
+  operands: Expr[];
+}
+
+/** `a || b || c`: one node, as ClickHouse reads it (`concat(a, b, c)`); `(a || b) || c` keeps its inner node. */
+export interface Concat extends Node {
+  kind: 'concat';
   operands: Expr[];
 }
 

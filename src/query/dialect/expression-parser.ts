@@ -38,7 +38,7 @@ export const PREC = {
 } as const;
 
 type Infix =
-  | { kind: 'and' | 'or' | 'isNull'; prec: number }
+  | { kind: 'and' | 'or' | 'concat' | 'isNull'; prec: number }
   | { kind: 'between'; prec: number; not: boolean; width: number }
   | { kind: 'binary'; prec: number; op: BinaryOp; width: number };
 
@@ -51,7 +51,7 @@ const PUNCT_INFIX: Readonly<Record<string, Infix>> = {
   '<=': { kind: 'binary', prec: PREC.Compare, op: '<=', width: 1 },
   '>': { kind: 'binary', prec: PREC.Compare, op: '>', width: 1 },
   '>=': { kind: 'binary', prec: PREC.Compare, op: '>=', width: 1 },
-  '||': { kind: 'binary', prec: PREC.Concat, op: '||', width: 1 },
+  '||': { kind: 'concat', prec: PREC.Concat },
   '+': { kind: 'binary', prec: PREC.Additive, op: '+', width: 1 },
   '-': { kind: 'binary', prec: PREC.Additive, op: '-', width: 1 },
   '*': { kind: 'binary', prec: PREC.Multiplicative, op: '*', width: 1 },
@@ -176,11 +176,13 @@ export abstract class ExpressionParser extends TokenCursor {
       if (this.depth + ++chain > this.maxDepth) this.tooDeep(t);
       switch (infix.kind) {
         case 'and':
-        case 'or': {
+        case 'or':
+        case 'concat': {
+          // Chains are one node, as ClickHouse merges them: a AND b AND c is and(a, b, c).
           const operands = [left];
-          const keyword = infix.kind === 'and' ? 'AND' : 'OR';
-          while (this.acceptKeyword(keyword)) {
-            this.requireExpression(`after ${keyword}`);
+          const op = infix.kind === 'and' ? 'AND' : infix.kind === 'or' ? 'OR' : '||';
+          while (op === '||' ? this.acceptPunct('||') : this.acceptKeyword(op)) {
+            this.requireExpression(op === '||' ? "after '||'" : `after ${op}`);
             operands.push(this.parseBinary(infix.prec + 1));
           }
           left = { kind: infix.kind, operands, pos: this.span(first) };

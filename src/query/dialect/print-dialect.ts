@@ -61,7 +61,6 @@ const OP_TEXT: Readonly<Record<BinaryOp, string>> = {
   '/': '/',
   '%': '%',
   div: 'DIV',
-  '||': '||',
   '=': '=',
   '!=': '!=',
   '<': '<',
@@ -78,8 +77,6 @@ const OP_TEXT: Readonly<Record<BinaryOp, string>> = {
 
 function binaryPrec(op: BinaryOp): number {
   switch (op) {
-    case '||':
-      return PREC.Concat;
     case '+':
     case '-':
       return PREC.Additive;
@@ -289,6 +286,8 @@ class Printer {
         return PREC.Or;
       case 'and':
         return PREC.And;
+      case 'concat':
+        return PREC.Concat;
       case 'not':
         return PREC.Not;
       case 'isNull':
@@ -365,9 +364,11 @@ class Printer {
         return `${this.expr(e.left, p)} ${OP_TEXT[e.op]} ${this.expr(e.right, p + 1)}`;
       }
       case 'and':
-      case 'or': {
+      case 'or':
+      case 'concat': {
         const p = this.prec(e);
-        return e.operands.map((o) => this.expr(o, p + 1)).join(e.kind === 'and' ? ' AND ' : ' OR ');
+        const op = e.kind === 'and' ? ' AND ' : e.kind === 'or' ? ' OR ' : ' || ';
+        return e.operands.map((o) => this.expr(o, p + 1)).join(op);
       }
       case 'not':
         return `NOT ${this.expr(e.operand, PREC.Not)}`;
