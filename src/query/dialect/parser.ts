@@ -1,6 +1,7 @@
 /**
  * The parser of Weir's SQL dialect (DESIGN.md, "The SQL dialect"): a hand-written recursive descent over
- * the tokens of lexer.ts, expressions by precedence climbing (expression-parser.ts), into the AST of ast.ts.
+ * the tokens of lexer.ts, expressions by precedence climbing (expression-parser.ts, form-parser.ts), into
+ * the AST of ast.ts.
  * One statement, a SELECT or a UNION ALL of them; a trailing `;` is allowed and nothing after it.
  *
  * What is refused, and where:
@@ -34,7 +35,7 @@ import type {
   WithItem,
 } from './ast.ts';
 import { DialectSyntaxError } from './errors.ts';
-import { ExpressionParser } from './expression-parser.ts';
+import { FormParser } from './form-parser.ts';
 import { JOIN_WORDS, NOT_AN_ALIAS } from './keywords.ts';
 import { tokenize } from './lexer.ts';
 import type { Token } from './tokens.ts';
@@ -103,7 +104,7 @@ const STRICTNESS: Readonly<Record<string, JoinStrictness>> = {
   ANTI: 'anti',
 };
 
-class QueryParser extends ExpressionParser {
+class QueryParser extends FormParser {
   private readonly text: string;
 
   constructor(text: string, tokens: readonly Token[], maxDepth: number) {
