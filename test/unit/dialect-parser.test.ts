@@ -71,6 +71,7 @@ t.test('expression forms', (t) => {
     ['x <> 1', '(!= x 1)'],
     ['left(s, 2)', '(call left s 2)'],
     ['and(a, b)', '(call and a b)'],
+    ["format('{} {}', a, b)", "(call format '{} {}' a b)"],
     ['`not`(a)', '(call not a)'],
   ];
   for (const [expr, expected] of cases) t.equal(tree(expr), expected, expr);

@@ -73,6 +73,13 @@ export abstract class TokenCursor {
     );
   }
 
+  /** Whether a query starts `ahead` tokens from here, maybe behind opening parentheses: `((SELECT …`. */
+  protected queryStartsAt(ahead: number): boolean {
+    let t = this.peek(ahead);
+    while (this.isPunct('(', t)) t = this.peek(++ahead);
+    return this.isKeyword('SELECT', t) || this.isKeyword('WITH', t);
+  }
+
   /** A word or quoted identifier used as a name (after AS, in a chain, …). */
   protected isName(t: Token = this.tok): boolean {
     return t.type === 'word' || t.type === 'quoted';

@@ -15,8 +15,8 @@ export const NOT_AN_EXPRESSION = words(`
   AND OR IN LIKE ILIKE
 `);
 
-/** Words of NOT_AN_EXPRESSION that are also functions, so that `and(a, b)` and `in(x, s)` still call. */
-export const FUNCTION_WORDS = words('AND OR IN LIKE ILIKE');
+/** Words of NOT_AN_EXPRESSION that are also functions, so that `and(a, b)` and `format('{}', x)` still call. */
+export const FUNCTION_WORDS = words('AND OR IN LIKE ILIKE FORMAT');
 
 /** Words that cannot be a bare alias (`SELECT count() c`, `FROM events e`): they start what comes next. */
 export const NOT_AN_ALIAS = words(`

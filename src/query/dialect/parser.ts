@@ -281,12 +281,11 @@ class QueryParser extends FormParser {
     const items: WithItem[] = [];
     do {
       const first = this.tok;
-      const opensQuery = (t: Token): boolean => this.isKeyword('SELECT', t) || this.isKeyword('WITH', t);
       if (
         this.isName() &&
         this.isKeyword('AS', this.peek()) &&
         this.isPunct('(', this.peek(2)) &&
-        opensQuery(this.peek(3))
+        this.queryStartsAt(3)
       ) {
         const name = this.next().value;
         this.next();
@@ -371,10 +370,9 @@ class QueryParser extends FormParser {
   private parseTableExpr(context: string): TableExpr {
     const first = this.tok;
     if (this.isPunct('(')) {
+      if (!this.queryStartsAt(1))
+        this.fail(`expected a subquery after '(' in FROM, found ${this.describe(this.peek())}`, this.peek());
       const open = this.next();
-      if (!this.isKeyword('SELECT') && !this.isKeyword('WITH')) {
-        this.fail(`expected a subquery after '(' in FROM, found ${this.describe()}`);
-      }
       const query = this.parseQuery();
       this.expectClose(open);
       const alias = this.parseAlias();
