@@ -387,17 +387,22 @@ export abstract class ExpressionParser extends TokenCursor {
 
   private parseArray(): Expr {
     const open = this.next();
+    return { kind: 'array', items: this.parseListToClose(open), pos: this.span(open) };
+  }
+
+  /** After `(` or `[`: expressions separated by commas, maybe none, then the closing bracket. */
+  protected parseListToClose(open: Token): Expr[] {
     this.enter(open);
     const items: Expr[] = [];
-    if (!this.isPunct(']')) {
+    if (!this.isPunct(open.value === '(' ? ')' : ']')) {
       do {
-        this.requireExpression(items.length === 0 ? "after '['" : "after ','");
+        this.requireExpression(items.length === 0 ? `after '${open.value}'` : "after ','");
         items.push(this.parseExpr());
       } while (this.acceptPunct(','));
     }
     this.expectClose(open);
     this.leave();
-    return { kind: 'array', items, pos: this.span(open) };
+    return items;
   }
 
   /** `{variables.name}`. ClickHouse's own `{name:Type}` parameters are refused: Weir binds the values. */

@@ -384,17 +384,7 @@ class QueryParser extends FormParser {
     }
     let name = this.next().value;
     if (this.isPunct('(')) {
-      const open = this.next();
-      this.enter(open);
-      const args: Expr[] = [];
-      if (!this.isPunct(')')) {
-        do {
-          this.requireExpression(args.length === 0 ? "after '('" : "after ','");
-          args.push(this.parseExpr());
-        } while (this.acceptPunct(','));
-      }
-      this.expectClose(open);
-      this.leave();
+      const args = this.parseListToClose(this.next());
       const alias = this.parseAlias();
       return { kind: 'tableFunction', name, args, alias, pos: this.span(first) };
     }
