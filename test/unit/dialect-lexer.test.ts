@@ -33,6 +33,14 @@ t.test('every token carries its offset, 1-based line and column, and end', (t) =
   t.end();
 });
 
+t.test('a one-character operator at the very end of the text is one character long', (t) => {
+  t.same(
+    tokenize('f(x)').map((tok) => `${tok.value}@${tok.offset}-${tok.end}`),
+    ['f@0-1', '(@1-2', 'x@2-3', ')@3-4', '@4-4'],
+  );
+  t.end();
+});
+
 t.test('columns count characters: an emoji in a string earlier on the line counts once', (t) => {
   const tokens = tokenize("SELECT '😀', x\nSELECT '😀😀' y");
   const x = tokens.find((tok) => tok.value === 'x')!;

@@ -10,7 +10,7 @@
  * after such a `.` is a plain integer: `t.1.2` is two tuple accesses, `.5` elsewhere a number (ClickHouse's rule).
  */
 import { DialectSyntaxError, describePosition, type SourcePosition } from './errors.ts';
-import type { Token, TokenType } from './tokens.ts';
+import { PUNCTUATION, type Token, type TokenType } from './tokens.ts';
 
 const IDENT_START = new Uint8Array(128);
 const IDENT_PART = new Uint8Array(128);
@@ -51,6 +51,7 @@ const HINTS: Readonly<Record<string, string>> = {
 };
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+const PUNCT_SET: ReadonlySet<string> = new Set(PUNCTUATION);
 
 /** Splits a query into tokens, the last one `eof`. Throws a DialectSyntaxError at the first bad character. */
 export function tokenize(text: string): Token[] {
@@ -345,23 +346,12 @@ class Lexer {
   private punct(): Token {
     const text = this.text;
     const at = this.here();
-    const two = text.slice(this.i, this.i + 2);
-    switch (two) {
-      case '::':
-      case '->':
-      case '||':
-      case '==':
-      case '!=':
-      case '<>':
-      case '<=':
-      case '>=':
-        this.i += 2;
-        return this.make('punct', two, at, this.i);
-    }
-    const one = text[this.i]!;
-    if ('<>=+-*/%()[]{},.;?:'.includes(one)) {
-      this.i++;
-      return this.make('punct', one, at, this.i);
+    for (const width of [2, 1]) {
+      const candidate = text.slice(this.i, this.i + width);
+      if (candidate.length === width && PUNCT_SET.has(candidate)) {
+        this.i += width;
+        return this.make('punct', candidate, at, this.i);
+      }
     }
     const cp = text.codePointAt(this.i)!;
     const ch = String.fromCodePoint(cp);

@@ -21,7 +21,7 @@ export interface Token extends SourcePosition {
   readonly end: number;
 }
 
-/** Operators and punctuation, longest first so that the lexer takes `::` before `:`. */
+/** Operators and punctuation; the lexer tries two characters before one, so `::` wins over `:`. */
 export const PUNCTUATION = [
   '::',
   '->',
