@@ -1,0 +1,430 @@
+import type { BinaryOp, Call, Case, Expr, Query, TypeExpr } from './ast.ts';
+import { TokenCursor } from './cursor.ts';
+import { describePosition } from './errors.ts';
+import { FUNCTION_WORDS, NOT_AN_EXPRESSION } from './keywords.ts';
+import type { Token } from './tokens.ts';
+
+/**
+ * ClickHouse's operator precedence (its ExpressionListParsers), loosest first. The printer uses the same
+ * numbers to decide where parentheses go, so a printed tree reads back as the same tree.
+ */
+export const PREC = {
+  Lambda: 1,
+  Ternary: 2,
+  Or: 3,
+  And: 4,
+  Not: 5,
+  IsNull: 6,
+  Between: 7,
+  Compare: 9,
+  Concat: 10,
+  Additive: 11,
+  Multiplicative: 12,
+  Unary: 13,
+  Atom: 20,
+} as const;
+
+type Infix =
+  | { kind: 'and' | 'or' | 'concat' | 'isNull'; prec: number }
+  | { kind: 'between'; prec: number; not: boolean; width: number }
+  | { kind: 'binary'; prec: number; op: BinaryOp; width: number };
+
+const PUNCT_INFIX: Readonly<Record<string, Infix>> = {
+  '=': { kind: 'binary', prec: PREC.Compare, op: '=', width: 1 },
+  '==': { kind: 'binary', prec: PREC.Compare, op: '=', width: 1 },
+  '!=': { kind: 'binary', prec: PREC.Compare, op: '!=', width: 1 },
+  '<>': { kind: 'binary', prec: PREC.Compare, op: '!=', width: 1 },
+  '<': { kind: 'binary', prec: PREC.Compare, op: '<', width: 1 },
+  '<=': { kind: 'binary', prec: PREC.Compare, op: '<=', width: 1 },
+  '>': { kind: 'binary', prec: PREC.Compare, op: '>', width: 1 },
+  '>=': { kind: 'binary', prec: PREC.Compare, op: '>=', width: 1 },
+  '||': { kind: 'concat', prec: PREC.Concat },
+  '+': { kind: 'binary', prec: PREC.Additive, op: '+', width: 1 },
+  '-': { kind: 'binary', prec: PREC.Additive, op: '-', width: 1 },
+  '*': { kind: 'binary', prec: PREC.Multiplicative, op: '*', width: 1 },
+  '/': { kind: 'binary', prec: PREC.Multiplicative, op: '/', width: 1 },
+  '%': { kind: 'binary', prec: PREC.Multiplicative, op: '%', width: 1 },
+};
+
+const WORD_INFIX: Readonly<Record<string, Infix>> = {
+  OR: { kind: 'or', prec: PREC.Or },
+  AND: { kind: 'and', prec: PREC.And },
+  IS: { kind: 'isNull', prec: PREC.IsNull },
+  BETWEEN: { kind: 'between', prec: PREC.Between, not: false, width: 1 },
+  LIKE: { kind: 'binary', prec: PREC.Compare, op: 'like', width: 1 },
+  ILIKE: { kind: 'binary', prec: PREC.Compare, op: 'ilike', width: 1 },
+  IN: { kind: 'binary', prec: PREC.Compare, op: 'in', width: 1 },
+  DIV: { kind: 'binary', prec: PREC.Multiplicative, op: 'div', width: 1 },
+  MOD: { kind: 'binary', prec: PREC.Multiplicative, op: '%', width: 1 },
+};
+
+const NOT_INFIX: Readonly<Record<string, Infix>> = {
+  BETWEEN: { kind: 'between', prec: PREC.Between, not: true, width: 2 },
+  LIKE: { kind: 'binary', prec: PREC.Compare, op: 'notLike', width: 2 },
+  ILIKE: { kind: 'binary', prec: PREC.Compare, op: 'notILike', width: 2 },
+  IN: { kind: 'binary', prec: PREC.Compare, op: 'notIn', width: 2 },
+};
+
+/**
+ * Expressions, by precedence climbing: operators, operands and the simple primaries. The forms with their own
+ * syntax come from form-parser.ts and the query grammar (subqueries) from parser.ts, both subclasses.
+ */
+export abstract class ExpressionParser extends TokenCursor {
+  /** A SELECT or a UNION ALL of them, for subqueries. */
+  protected abstract parseQuery(): Query;
+  /** The forms with their own syntax (form-parser.ts): calls, CASE, CAST, INTERVAL, types. */
+  protected abstract parseCall(): Call;
+  protected abstract parseCase(): Case;
+  protected abstract parseCast(): Expr;
+  protected abstract parseInterval(): Expr;
+  protected abstract parseType(): TypeExpr;
+
+  /** Whether `t` can begin an expression (for messages that name what was missing). */
+  protected startsExpression(): boolean {
+    const t = this.tok;
+    switch (t.type) {
+      case 'number':
+      case 'string':
+      case 'quoted':
+        return true;
+      case 'word':
+        return (
+          !NOT_AN_EXPRESSION.has(t.upper) || (FUNCTION_WORDS.has(t.upper) && this.isPunct('(', this.peek()))
+        );
+      case 'punct':
+        return '([{*-'.includes(t.value) && t.value.length === 1;
+      case 'eof':
+        return false;
+    }
+  }
+
+  /** Fails with `expected an expression <context>` unless one starts here. */
+  protected requireExpression(context: string): void {
+    if (this.startsExpression()) return;
+    if (this.isKeyword('SELECT') || this.isKeyword('WITH'))
+      this.fail('a subquery must be in parentheses: (SELECT …)');
+    this.fail(`expected an expression ${context}, found ${this.describe()}`);
+  }
+
+  protected parseExpr(): Expr {
+    return this.parseTernary();
+  }
+
+  protected parseExprList(context: string): Expr[] {
+    this.requireExpression(context);
+    const items = [this.parseExpr()];
+    while (this.acceptPunct(',')) {
+      this.requireExpression("after ','");
+      items.push(this.parseExpr());
+    }
+    return items;
+  }
+
+  private parseTernary(): Expr {
+    const first = this.tok;
+    const condition = this.parseBinary(PREC.Or);
+    if (!this.isPunct('?')) return condition;
+    const question = this.next();
+    this.enter(question);
+    const whenTrue = this.parseTernary();
+    if (!this.isPunct(':')) {
+      this.fail(`expected ':' to go with '?' at ${describePosition(question)}, found ${this.describe()}`);
+    }
+    this.next();
+    const whenFalse = this.parseTernary();
+    this.leave();
+    return { kind: 'ternary', condition, whenTrue, whenFalse, pos: this.span(first) };
+  }
+
+  private infixAt(): Infix | null {
+    const t = this.tok;
+    if (t.type === 'punct') {
+      if (t.value === '->') {
+        this.fail(
+          "'->' makes a lambda, which needs a name or (names) before it and may stand only as a function argument",
+        );
+      }
+      return PUNCT_INFIX[t.value] ?? null;
+    }
+    if (t.type !== 'word') return null;
+    if (t.upper === 'NOT') {
+      const after = this.peek();
+      return after.type === 'word' ? (NOT_INFIX[after.upper] ?? null) : null;
+    }
+    if (t.upper === 'GLOBAL' && (this.isKeyword('IN', this.peek()) || this.isKeyword('NOT', this.peek()))) {
+      this.fail('GLOBAL IN is not supported; write IN');
+    }
+    return WORD_INFIX[t.upper] ?? null;
+  }
+
+  /** Operators binding at least as tightly as `minPrec`, left to right. */
+  protected parseBinary(minPrec: number): Expr {
+    const first = this.tok;
+    let left = this.parseOperand();
+    let chain = 0;
+    for (;;) {
+      const t = this.tok;
+      const infix = this.infixAt();
+      if (infix === null || infix.prec < minPrec) return left;
+      // A left-deep chain (a + b + c + …) nests as deeply as it is long.
+      if (this.depth + ++chain > this.maxDepth) this.tooDeep(t);
+      switch (infix.kind) {
+        case 'and':
+        case 'or':
+        case 'concat': {
+          // Chains are one node, as ClickHouse merges them: a AND b AND c is and(a, b, c).
+          const operands = [left];
+          const op = infix.kind === 'and' ? 'AND' : infix.kind === 'or' ? 'OR' : '||';
+          while (op === '||' ? this.acceptPunct('||') : this.acceptKeyword(op)) {
+            this.requireExpression(op === '||' ? "after '||'" : `after ${op}`);
+            operands.push(this.parseBinary(infix.prec + 1));
+          }
+          left = { kind: infix.kind, operands, pos: this.span(first) };
+          break;
+        }
+        case 'isNull': {
+          this.next();
+          const not = this.acceptKeyword('NOT');
+          if (!this.acceptKeyword('NULL')) {
+            this.fail(`expected NULL after ${not ? 'IS NOT' : 'IS'}, found ${this.describe()}`);
+          }
+          left = { kind: 'isNull', not, operand: left, pos: this.span(first) };
+          break;
+        }
+        case 'between': {
+          this.index += infix.width;
+          this.requireExpression('after BETWEEN');
+          const low = this.parseBinary(PREC.Between + 1);
+          if (!this.acceptKeyword('AND')) {
+            this.fail(`expected AND to go with BETWEEN at ${describePosition(t)}, found ${this.describe()}`);
+          }
+          this.requireExpression('after BETWEEN … AND');
+          const high = this.parseBinary(PREC.Between + 1);
+          left = { kind: 'between', not: infix.not, expr: left, low, high, pos: this.span(first) };
+          break;
+        }
+        case 'binary': {
+          this.index += infix.width;
+          this.requireExpression(
+            `after '${this.source(t)}${infix.width === 2 ? ` ${this.source(this.peek(-1))}` : ''}'`,
+          );
+          const right = this.parseBinary(infix.prec + 1);
+          left = { kind: 'binary', op: infix.op, left, right, pos: this.span(first) };
+          break;
+        }
+      }
+    }
+  }
+
+  /** Prefix operators, then a primary with its postfix operators. */
+  protected parseOperand(): Expr {
+    const t = this.tok;
+    if (this.isKeyword('NOT')) {
+      this.next();
+      this.enter(t);
+      this.requireExpression('after NOT');
+      const operand = this.parseBinary(PREC.Not);
+      this.leave();
+      return { kind: 'not', operand, pos: this.span(t) };
+    }
+    if (this.isPunct('-')) {
+      this.next();
+      this.enter(t);
+      this.requireExpression("after '-'");
+      const operand = this.parseOperand();
+      this.leave();
+      return { kind: 'negate', operand, pos: this.span(t) };
+    }
+    return this.parsePostfix(this.parsePrimary(), t);
+  }
+
+  /** `a[i]`, `t.1`, `f(x).name`, `x::Type`, left to right. */
+  private parsePostfix(start: Expr, first: Token): Expr {
+    let expr = start;
+    let chain = 0;
+    for (;;) {
+      const t = this.tok;
+      if (this.isPunct('[')) {
+        this.next();
+        this.enter(t);
+        this.requireExpression("after '['");
+        const index = this.parseExpr();
+        this.expectClose(t);
+        this.leave();
+        expr = { kind: 'index', object: expr, index, pos: this.span(first) };
+      } else if (this.isPunct('.')) {
+        const after = this.peek();
+        let element: number | string;
+        if (after.type === 'number' && /^\d{1,9}$/.test(after.value)) element = Number(after.value);
+        else if (this.isName(after)) element = after.value;
+        else this.fail(`expected a name or a tuple position after '.', found ${this.describe(after)}`, after);
+        this.index += 2;
+        expr = { kind: 'tupleAccess', object: expr, element, pos: this.span(first) };
+      } else if (this.isPunct('::')) {
+        this.next();
+        const type = this.parseType();
+        expr = { kind: 'cast', expr, type, pos: this.span(first) };
+      } else {
+        return expr;
+      }
+      if (this.depth + ++chain > this.maxDepth) this.tooDeep(t);
+    }
+  }
+
+  private parsePrimary(): Expr {
+    const t = this.tok;
+    switch (t.type) {
+      case 'number':
+        this.next();
+        return { kind: 'number', text: t.value, pos: this.span(t) };
+      case 'string':
+        this.next();
+        return { kind: 'string', value: t.value, pos: this.span(t) };
+      case 'quoted':
+        return this.isPunct('(', this.peek()) ? this.parseCall() : this.parseField();
+      case 'word':
+        return this.parseWord();
+      case 'punct':
+        switch (t.value) {
+          case '(':
+            return this.parseParenthesized();
+          case '[':
+            return this.parseArray();
+          case '{':
+            return this.parsePlaceholder();
+          case '*':
+            this.next();
+            return { kind: 'star', table: null, pos: this.span(t) };
+        }
+        return this.fail(`expected an expression, found ${this.describe()}`);
+      case 'eof':
+        return this.fail('expected an expression, found end of query');
+    }
+  }
+
+  private parseWord(): Expr {
+    const t = this.tok;
+    switch (t.upper) {
+      case 'NULL':
+        this.next();
+        return { kind: 'null', pos: this.span(t) };
+      case 'TRUE':
+      case 'FALSE':
+        this.next();
+        return { kind: 'boolean', value: t.upper === 'TRUE', pos: this.span(t) };
+      case 'INF':
+      case 'NAN':
+        this.next();
+        return { kind: 'number', text: t.value.toLowerCase(), pos: this.span(t) };
+      case 'CASE':
+        return this.parseCase();
+      case 'INTERVAL':
+        return this.parseInterval();
+      case 'CAST':
+        if (this.isPunct('(', this.peek())) return this.parseCast();
+        break;
+      case 'SELECT':
+      case 'WITH':
+        this.fail('a subquery must be in parentheses: (SELECT …)');
+    }
+    if (this.isPunct('(', this.peek()) && (!NOT_AN_EXPRESSION.has(t.upper) || FUNCTION_WORDS.has(t.upper))) {
+      return this.parseCall();
+    }
+    if (NOT_AN_EXPRESSION.has(t.upper)) this.fail(`expected an expression, found ${this.describe()}`);
+    if (this.isPunct('->', this.peek())) this.fail('a lambda (x -> …) may stand only as a function argument');
+    return this.parseField();
+  }
+
+  /** `a`, `a.b.c`, `t.*`. */
+  private parseField(): Expr {
+    const first = this.next();
+    const chain = [first.value];
+    while (this.isPunct('.')) {
+      const after = this.peek();
+      if (this.isName(after)) {
+        chain.push(after.value);
+        this.index += 2;
+      } else if (this.isPunct('*', after)) {
+        this.index += 2;
+        return { kind: 'star', table: chain, pos: this.span(first) };
+      } else {
+        break;
+      }
+    }
+    return { kind: 'field', chain, pos: this.span(first) };
+  }
+
+  private parseParenthesized(): Expr {
+    const open = this.next();
+    this.enter(open);
+    if (this.isKeyword('SELECT') || this.isKeyword('WITH')) {
+      const query = this.parseQuery();
+      this.expectClose(open);
+      this.leave();
+      return { kind: 'subquery', query, pos: this.span(open) };
+    }
+    if (this.acceptPunct(')')) {
+      this.leave();
+      return { kind: 'tuple', items: [], pos: this.span(open) };
+    }
+    this.requireExpression("after '('");
+    const first = this.parseExpr();
+    if (!this.isPunct(',')) {
+      this.expectClose(open);
+      this.leave();
+      return first;
+    }
+    const items = [first];
+    while (this.acceptPunct(',')) {
+      if (this.isPunct(')')) break;
+      this.requireExpression("after ','");
+      items.push(this.parseExpr());
+    }
+    this.expectClose(open);
+    this.leave();
+    return { kind: 'tuple', items, pos: this.span(open) };
+  }
+
+  private parseArray(): Expr {
+    const open = this.next();
+    return { kind: 'array', items: this.parseListToClose(open), pos: this.span(open) };
+  }
+
+  /** After `(` or `[`: expressions separated by commas, maybe none, then the closing bracket. */
+  protected parseListToClose(open: Token): Expr[] {
+    this.enter(open);
+    const items: Expr[] = [];
+    if (!this.isPunct(open.value === '(' ? ')' : ']')) {
+      do {
+        this.requireExpression(items.length === 0 ? `after '${open.value}'` : "after ','");
+        items.push(this.parseExpr());
+      } while (this.acceptPunct(','));
+    }
+    this.expectClose(open);
+    this.leave();
+    return items;
+  }
+
+  /** `{variables.name}`. ClickHouse's own `{name:Type}` parameters are refused: Weir binds the values. */
+  private parsePlaceholder(): Expr {
+    const open = this.next();
+    const head = this.tok;
+    if (this.isName(head) && this.isPunct(':', this.peek())) {
+      this.fail(
+        `query parameters like {${head.value}:Type} are not supported; write {variables.${head.value}}`,
+        head,
+      );
+    }
+    if (!(head.type === 'word' && head.value === 'variables')) {
+      this.fail(`expected a placeholder like {variables.name}, found ${this.describe()}`);
+    }
+    this.next();
+    this.expectPunct('.', "after 'variables' in a placeholder");
+    if (this.tok.type !== 'word')
+      this.fail(`expected a variable name after '{variables.', found ${this.describe()}`);
+    const name = this.next().value;
+    if (this.isPunct(':')) this.fail(`a placeholder takes no type; write {variables.${name}}`);
+    this.expectClose(open);
+    return { kind: 'placeholder', name, pos: this.span(open) };
+  }
+}
