@@ -196,7 +196,7 @@ export class LoggedStore implements Store {
   }
 
   #schedule(): void {
-    if (this.#applying) return;
+    if (this.#applying || this.#closed) return;
     if (this.#pendingBytes >= this.#options.applyMaxBytes) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
