@@ -83,13 +83,16 @@ async function run(n: number): Promise<number> {
 // First sight of every id (persons created), then the measured run over known ids.
 await run(Math.ceil(ids / size));
 const cpu = process.cpuUsage();
+const elu = performance.eventLoopUtilization();
 const ms = await run(batches);
 const used = process.cpuUsage(cpu);
+const loop = performance.eventLoopUtilization(elu);
 const events = batches * size;
 console.log(
   `${events} events in ${ms.toFixed(0)} ms: ${Math.round((events / ms) * 1000)} events/s, ` +
     `process CPU ${(((used.user + used.system) / 1000 / ms) * 100).toFixed(0)}% ` +
-    `(${(((used.user + used.system) / events) * 1).toFixed(1)} µs CPU per event, all threads)`,
+    `(${(((used.user + used.system) / events) * 1).toFixed(1)} µs CPU per event, all threads); ` +
+    `main thread busy ${(loop.utilization * 100).toFixed(0)}%`,
 );
 await ingest.drain();
 await store.close();
