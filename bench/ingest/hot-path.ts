@@ -94,6 +94,12 @@ console.log(
     `(${(((used.user + used.system) / events) * 1).toFixed(1)} µs CPU per event, all threads); ` +
     `main thread busy ${(loop.utilization * 100).toFixed(0)}%`,
 );
+const commits = (await metrics.storeCommitDuration.get()).values;
+const sum = commits.find((v) => v.metricName?.endsWith('_sum'))?.value ?? 0;
+const count = commits.find((v) => v.metricName?.endsWith('_count'))?.value ?? 0;
+console.log(
+  `commits: ${count}, mean ${((sum / Math.max(1, count)) * 1000).toFixed(1)} ms (first sight included)`,
+);
 await ingest.drain();
 await store.close();
 await catalog.close();
