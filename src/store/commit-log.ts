@@ -18,6 +18,7 @@
 import { mkdir, open, readdir, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
+import { randomUUID } from 'node:crypto';
 
 export interface LogPosition {
   readonly segment: number;
@@ -60,6 +61,12 @@ export interface CommitLogOptions {
 }
 
 interface State {
+  /**
+   * Random, made with the log: part of every block's deduplication token, so a log started afresh (its
+   * directory removed while the tables stayed) can never reuse a token the tables remember and have a new
+   * block taken for an old one.
+   */
+  logId: string;
   applied: LogPosition;
   intent: ApplyIntent | null;
 }
@@ -92,10 +99,14 @@ export class CommitLog {
   #failed: Error | undefined;
   #closed = false;
 
-  private constructor(options: Required<CommitLogOptions>, fh: FileHandle, segment: number) {
+  /** See `State.logId`. */
+  readonly logId: string;
+
+  private constructor(options: Required<CommitLogOptions>, fh: FileHandle, segment: number, logId: string) {
     this.#options = options;
     this.#fh = fh;
     this.#segment = segment;
+    this.logId = logId;
   }
 
   /** Opens the log in `dir` (created if missing), reading back what was written and not yet applied. */
@@ -103,6 +114,10 @@ export class CommitLog {
     const full = { segmentBytes: 64 * 1024 * 1024, ...options };
     await mkdir(full.dir, { recursive: true });
     const state = await readState(full.dir);
+    if (state.logId === '') {
+      state.logId = randomUUID();
+      await writeStateFile(full.dir, state, full.fsync);
+    }
     const segments = await listSegments(full.dir);
     const frames: LogFrame[] = [];
     let truncatedBytes = 0;
@@ -130,7 +145,7 @@ export class CommitLog {
     }
     const next = (segments.at(-1) ?? 0) + 1;
     const fh = await open(join(full.dir, segmentName(next)), 'wx');
-    const log = new CommitLog(full, fh, next);
+    const log = new CommitLog(full, fh, next, state.logId);
     return {
       log,
       recovery: {
@@ -159,12 +174,20 @@ export class CommitLog {
 
   /** Records that the block `intent` is about to be applied (before its inserts start). */
   async beginApply(intent: ApplyIntent): Promise<void> {
-    await this.#writeState({ applied: intent.from, intent });
+    await writeStateFile(
+      this.#options.dir,
+      { logId: this.logId, applied: intent.from, intent },
+      this.#options.fsync,
+    );
   }
 
   /** Records that everything up to `to` is in the tables, and removes the segments it covers. */
   async endApply(to: LogPosition): Promise<void> {
-    await this.#writeState({ applied: to, intent: null });
+    await writeStateFile(
+      this.#options.dir,
+      { logId: this.logId, applied: to, intent: null },
+      this.#options.fsync,
+    );
     const done = (await listSegments(this.#options.dir)).filter((s) => s < to.segment);
     await Promise.all(done.map((s) => rm(join(this.#options.dir, segmentName(s)), { force: true })));
   }
@@ -235,27 +258,27 @@ export class CommitLog {
     this.#offset = 0;
     this.#fh = await open(join(this.#options.dir, segmentName(this.#segment)), 'wx');
   }
+}
 
-  async #writeState(state: State): Promise<void> {
-    const path = join(this.#options.dir, 'state.json');
-    const tmp = `${path}.tmp`;
-    const fh = await open(tmp, 'w');
-    try {
-      await fh.writeFile(JSON.stringify(state));
-      if (this.#options.fsync) await fh.datasync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, path);
+async function writeStateFile(dir: string, state: State, fsync: boolean): Promise<void> {
+  const path = join(dir, 'state.json');
+  const tmp = `${path}.tmp`;
+  const fh = await open(tmp, 'w');
+  try {
+    await fh.writeFile(JSON.stringify(state));
+    if (fsync) await fh.datasync();
+  } finally {
+    await fh.close();
   }
+  await rename(tmp, path);
 }
 
 async function readState(dir: string): Promise<State> {
   try {
     const raw = JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')) as Partial<State>;
-    return { applied: raw.applied ?? START, intent: raw.intent ?? null };
+    return { logId: raw.logId ?? '', applied: raw.applied ?? START, intent: raw.intent ?? null };
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { applied: START, intent: null };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { logId: '', applied: START, intent: null };
     throw err;
   }
 }

@@ -223,7 +223,7 @@ export class LoggedStore implements Store {
         continue;
       }
       const block = this.#nextBlock();
-      const run = this.#applyBlock(block, blockToken(this.#applied, block.at(-1)!.end));
+      const run = this.#applyBlock(block, blockToken(this.#log.logId, this.#applied, block.at(-1)!.end));
       this.#applying = run;
       try {
         await run;
@@ -348,9 +348,9 @@ export class LoggedStore implements Store {
   }
 }
 
-/** The deduplication token of the block of the log between two positions: the same block, the same token. */
-export function blockToken(from: LogPosition, to: LogPosition): string {
-  return `${from.segment}.${from.offset}-${to.segment}.${to.offset}`;
+/** The deduplication token of the block of a log between two positions: the same block, the same token. */
+export function blockToken(logId: string, from: LogPosition, to: LogPosition): string {
+  return `${logId}:${from.segment}.${from.offset}-${to.segment}.${to.offset}`;
 }
 
 function splitLines(data: Buffer): Buffer[] {

@@ -67,7 +67,7 @@ t.test('rows a crash left in the commit log are applied at the next open', async
 t.test('a block applied just before a crash, but not yet marked, is not stored twice', async (t) => {
   await store.close();
   const statePath = join(logDir, 'state.json');
-  const before = JSON.parse(await readFile(statePath, 'utf8')) as { applied: unknown };
+  const before = JSON.parse(await readFile(statePath, 'utf8')) as { logId: string; applied: unknown };
   const { log } = await CommitLog.open({ dir: logDir, fsync: true });
   const lines = eventRows('applied-twice', 4).map((r) => `${JSON.stringify(r)}\n`);
   const frame = await log.append('events', 4, Buffer.from(lines.join('')));
@@ -79,7 +79,11 @@ t.test('a block applied just before a crash, but not yet marked, is not stored t
   const from = before.applied as { segment: number; offset: number };
   await writeFile(
     statePath,
-    JSON.stringify({ applied: from, intent: { from, to: frame.end, token: blockToken(from, frame.end) } }),
+    JSON.stringify({
+      logId: before.logId,
+      applied: from,
+      intent: { from, to: frame.end, token: blockToken(before.logId, from, frame.end) },
+    }),
   );
   store = await openEmbeddedStore(config, deps);
   t.same(await count('applied-twice'), { rows: 4, distinct: 4 }, 're-applied under the same token');
@@ -133,4 +137,15 @@ t.test('a store that cannot apply refuses rows past its bound and loses none it 
   t.same(await count('behind'), { rows: accepted, distinct: accepted }, 'every row taken is stored once');
   const segments = (await readdir(logDir)).filter((f) => f.endsWith('.log'));
   t.ok(segments.length <= 2, `applied segments are removed (${segments.length} left)`);
+});
+
+t.test('a commit log started afresh never has its blocks taken for ones the tables remember', async (t) => {
+  // The first block of this file was 3 'visible' rows at the very start of the log. Remove the log (the tables
+  // stay) and commit a block of exactly that size again: it sits at the same positions, and only the log's
+  // own id keeps its deduplication token from matching the old block's.
+  await store.close();
+  await rm(logDir, { recursive: true, force: true });
+  store = await openEmbeddedStore(config, deps);
+  await store.insert('events', eventRows('visible', 3));
+  t.same(await count('visible'), { rows: 6, distinct: 6 });
 });
