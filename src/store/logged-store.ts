@@ -297,15 +297,25 @@ export class LoggedStore implements Store {
   }
 
   /** Inserts `data`; on a data error, finds the rows at fault by bisection and sets them aside. */
+  /**
+   * Inserts `data`; on a data error, finds the rows at fault by bisection and sets them aside. When every row
+   * fails, the fault is not in the rows (a schema the rows do not fit, say): nothing is set aside, the error
+   * stands, and the block is retried later like any other failure.
+   */
   async #insertChecked(table: string, data: Buffer, token: string): Promise<void> {
     try {
       await this.#inner.insertRaw(table, data, token);
     } catch (err) {
       if (!isDataError(err)) throw err;
-      await this.#bisect(table, splitLines(data), 0, -1, token, err);
+      const lines = splitLines(data);
+      const refused: { line: number; err: unknown }[] = [];
+      await this.#bisect(table, lines, 0, lines.length, token, err, refused);
+      if (refused.length === lines.length) throw err;
+      for (const r of refused) await this.#reject(table, lines[r.line]!, r.err);
     }
   }
 
+  /** Inserts the good rows of `lines[lo, hi)` (which failed as a whole with `err`); collects the refused ones. */
   async #bisect(
     table: string,
     lines: readonly Buffer[],
@@ -313,22 +323,22 @@ export class LoggedStore implements Store {
     hi: number,
     token: string,
     err: unknown,
+    refused: { line: number; err: unknown }[],
   ): Promise<void> {
-    const end = hi === -1 ? lines.length : hi;
-    if (end - lo === 1) {
-      await this.#reject(table, lines[lo]!, err);
+    if (hi - lo === 1) {
+      refused.push({ line: lo, err });
       return;
     }
-    const mid = (lo + end) >> 1;
+    const mid = (lo + hi) >> 1;
     for (const [a, b] of [
       [lo, mid],
-      [mid, end],
+      [mid, hi],
     ] as const) {
       try {
         await this.#inner.insertRaw(table, Buffer.concat(lines.slice(a, b)), `${token}:${a}-${b}`);
       } catch (e) {
         if (!isDataError(e)) throw e;
-        await this.#bisect(table, lines, a, b, token, e);
+        await this.#bisect(table, lines, a, b, token, e, refused);
       }
     }
   }

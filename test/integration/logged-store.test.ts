@@ -115,6 +115,19 @@ t.test('a row the engine refuses is set aside; the rest of its block is stored',
   t.match(metric, /weir_store_rows_rejected_total\{table="events"\} 1/);
 });
 
+t.test('a block whose every row is refused is kept and retried, not set aside', async (t) => {
+  const rejectedBefore = (await readFile(join(logDir, 'rejected.jsonl'), 'utf8')).trim().split('\n').length;
+  const rows = eventRows('all-bad', 4).map((r) => ({ ...r, uuid: 'not-a-uuid' }));
+  await store.insert('events', rows);
+  await t.rejects(count('all-bad'), 'the fault is not in a row: the block stays and reads fail');
+  const rejectedAfter = (await readFile(join(logDir, 'rejected.jsonl'), 'utf8')).trim().split('\n').length;
+  t.equal(rejectedAfter, rejectedBefore, 'nothing set aside');
+  // Clear the way for the next tests: a store whose log is stuck keeps failing reads until it is repaired.
+  await store.close();
+  await rm(logDir, { recursive: true, force: true });
+  store = await openEmbeddedStore(config, deps);
+});
+
 t.test('a store that cannot apply refuses rows past its bound and loses none it took', async (t) => {
   await reopen({ storeMaxPendingMb: 1 });
   await store.command('RENAME TABLE events TO events_away');
