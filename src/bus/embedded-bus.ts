@@ -1,4 +1,4 @@
-import type { EventBatch } from '../core/event.ts';
+import type { CapturedEvent, EventBatch, IngestionWarning, Lane } from '../core/event.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Bus } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
@@ -15,10 +15,22 @@ export interface EmbeddedBusConfig {
   readonly maxPendingEvents: number;
 }
 
+interface Waiting {
+  readonly batches: readonly EventBatch[];
+  readonly resolve: () => void;
+  readonly reject: (err: unknown) => void;
+}
+
 /**
  * The Bus in one process: capture hands batches straight to ingest and the publish resolves when ingest has
  * committed them. The pending-events bound is the back-pressure valve: past it, capture answers 503 with
  * Retry-After instead of buffering without limit.
+ *
+ * Requests published in the same turn of the event loop are handed to ingest together, one batch per lane:
+ * under load many single-event requests arrive per turn, and ingest's per-batch costs (actor messages, a
+ * pipeline run, commit bookkeeping) are then paid once for all of them. A lane's batch keeps the requests'
+ * arrival order. If its commit fails, every request in it is answered 503 and retried by its client (the
+ * events' uuids make the retry idempotent).
  */
 export class EmbeddedBus implements Bus {
   readonly #config: EmbeddedBusConfig;
@@ -26,6 +38,8 @@ export class EmbeddedBus implements Bus {
   readonly #metrics: Metrics;
   #pending = 0;
   #closed = false;
+  #waiting: Waiting[] = [];
+  #scheduled = false;
 
   constructor(config: EmbeddedBusConfig, deps: { sink: EventSink; metrics: Metrics }) {
     this.#config = config;
@@ -47,7 +61,13 @@ export class EmbeddedBus implements Bus {
     this.#pending += count;
     this.#metrics.pendingEvents.set(this.#pending);
     try {
-      await Promise.all(batches.map((b) => this.#sink.handle(b)));
+      await new Promise<void>((resolve, reject) => {
+        this.#waiting.push({ batches, resolve, reject });
+        if (!this.#scheduled) {
+          this.#scheduled = true;
+          setImmediate(() => this.#flush());
+        }
+      });
     } catch (err) {
       throw new AppError('unavailable', {
         detail: 'The events could not be stored; retry after the time in Retry-After.',
@@ -68,5 +88,34 @@ export class EmbeddedBus implements Bus {
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.resolve();
+  }
+
+  /** Hands what this turn published to ingest: one batch per lane, each request answered with its lanes. */
+  #flush(): void {
+    this.#scheduled = false;
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    if (waiting.length === 1) {
+      const w = waiting[0]!;
+      Promise.all(w.batches.map((b) => this.#sink.handle(b))).then(() => w.resolve(), w.reject);
+      return;
+    }
+    const lanes = new Map<Lane, { events: CapturedEvent[]; warnings: IngestionWarning[] }>();
+    for (const w of waiting) {
+      for (const b of w.batches) {
+        let merged = lanes.get(b.lane);
+        if (!merged) {
+          merged = { events: [], warnings: [] };
+          lanes.set(b.lane, merged);
+        }
+        for (const e of b.events) merged.events.push(e);
+        for (const x of b.warnings) merged.warnings.push(x);
+      }
+    }
+    const handled = new Map<Lane, Promise<void>>();
+    for (const [lane, merged] of lanes) handled.set(lane, this.#sink.handle({ lane, ...merged }));
+    for (const w of waiting) {
+      Promise.all(w.batches.map((b) => handled.get(b.lane)!)).then(() => w.resolve(), w.reject);
+    }
   }
 }

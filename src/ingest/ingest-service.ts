@@ -139,10 +139,16 @@ export class IngestService {
     // The authoritative duplicate check happens here, with the hand-off to the writer, in one synchronous
     // stretch: no other actor can slip the same uuid in between the check and the tracking.
     const fresh: PipelineEvent[] = [];
+    // A job may hold the same uuid twice (identical requests coalesced by the bus): the first copy is kept.
+    const inJob = new Set<string>();
     for (const e of out.events) {
-      const seen = this.#dedup.check(dedupKey(e.projectId, e.uuid));
-      if (seen === 'new') fresh.push(e);
-      else if (seen !== 'committed') job.commits.push(seen);
+      const key = dedupKey(e.projectId, e.uuid);
+      if (inJob.has(key)) continue;
+      const seen = this.#dedup.check(key);
+      if (seen === 'new') {
+        fresh.push(e);
+        inJob.add(key);
+      } else if (seen !== 'committed') job.commits.push(seen);
     }
     if (fresh.length > 0) {
       const commit = this.#writer.write('events', fresh.map(eventRow));
