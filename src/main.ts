@@ -1,16 +1,15 @@
 import uWS from 'uWebSockets.js';
 import { registerManagementRoutes } from './api/management-routes.ts';
-import { registerOpsRoutes } from './api/ops-routes.ts';
 import { EmbeddedBus } from './bus/embedded-bus.ts';
 import { JetStreamBus } from './bus/jetstream/jetstream-bus.ts';
 import type { Config } from './config/config.ts';
 import type { Logger } from './core/logger.ts';
 import { Metrics } from './core/metrics.ts';
 import type { Bus } from './core/ports.ts';
-import { drainRequests, listen } from './http/server.ts';
 import type { IngestService } from './ingest/ingest-service.ts';
 import { mountCapture } from './roles/capture-role.ts';
 import { consumeBus, openDataDir, startIngest, type Weir } from './roles/owner.ts';
+import { serveRole } from './roles/serve.ts';
 import { Teardown } from './roles/teardown.ts';
 
 export type { Weir } from './roles/owner.ts';
@@ -31,25 +30,15 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
 
     const app = uWS.App();
     const inFlight = mountCapture(app, config, { catalog, bus: bus.bus, metrics, logger });
-    let ready = false;
     registerManagementRoutes(app, { catalog, inFlight, logger });
-    registerOpsRoutes(app, { metrics, logger, isReady: () => ready && bus.isReady() });
-    const server = await listen(app, config.host, config.port);
-    teardown.push('finish requests in progress', async () => {
-      server.stopListening();
-      await drainRequests(inFlight, config.shutdownTimeoutMs, logger);
-    });
-    ready = true;
-    logger.info({ url: server.url, dataDir: config.dataDir }, 'weir is ready');
-
-    let closing: Promise<void> | undefined;
-    const close = (): Promise<void> =>
-      (closing ??= (async () => {
-        ready = false;
-        await teardown.run();
-        logger.info('stopped');
-      })());
-    return { port: server.port, url: server.url, catalog, metrics, store, close };
+    const served = await serveRole(
+      app,
+      config,
+      { metrics, logger, inFlight, isReady: () => bus.isReady() },
+      teardown,
+      { message: 'weir is ready', dataDir: config.dataDir },
+    );
+    return { port: served.port, url: served.url, catalog, metrics, store, close: served.close };
   } catch (err) {
     return teardown.abandon(err);
   }

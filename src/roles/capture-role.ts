@@ -1,5 +1,4 @@
 import uWS from 'uWebSockets.js';
-import { registerOpsRoutes } from '../api/ops-routes.ts';
 import { JetStreamBus } from '../bus/jetstream/jetstream-bus.ts';
 import { CaptureService } from '../capture/capture-service.ts';
 import { registerCaptureRoutes } from '../capture/http-routes.ts';
@@ -9,7 +8,7 @@ import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
 import type { Bus, ProjectKeys } from '../core/ports.ts';
 import { InFlight } from '../http/in-flight.ts';
-import { drainRequests, listen } from '../http/server.ts';
+import { serveRole } from './serve.ts';
 import { Teardown } from './teardown.ts';
 
 /**
@@ -53,27 +52,14 @@ export async function startCaptureRole(config: Config, logger: Logger): Promise<
 
     const app = uWS.App();
     const inFlight = mountCapture(app, config, { catalog, bus, metrics, logger });
-    let ready = false;
-    registerOpsRoutes(app, { metrics, logger, isReady: () => ready && bus.isReady() && catalog.loaded });
-    const server = await listen(app, config.host, config.port);
-    teardown.push('finish requests in progress', async () => {
-      server.stopListening();
-      await drainRequests(inFlight, config.shutdownTimeoutMs, logger);
-    });
-    ready = true;
-    logger.info(
-      { url: server.url, role: 'capture', natsUrl, dataDir: config.dataDir },
-      'weir capture is ready',
+    const served = await serveRole(
+      app,
+      config,
+      { metrics, logger, inFlight, isReady: () => bus.isReady() && catalog.loaded },
+      teardown,
+      { message: 'weir capture is ready', role: 'capture', natsUrl, dataDir: config.dataDir },
     );
-
-    let closing: Promise<void> | undefined;
-    const close = (): Promise<void> =>
-      (closing ??= (async () => {
-        ready = false;
-        await teardown.run();
-        logger.info('stopped');
-      })());
-    return { port: server.port, url: server.url, metrics, catalog, close };
+    return { port: served.port, url: served.url, metrics, catalog, close: served.close };
   } catch (err) {
     return teardown.abandon(err);
   }

@@ -1,10 +1,9 @@
 import uWS from 'uWebSockets.js';
-import { registerOpsRoutes } from '../api/ops-routes.ts';
 import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
-import { listen } from '../http/server.ts';
 import { consumeBus, openDataDir, startIngest, type Weir } from './owner.ts';
+import { serveRole } from './serve.ts';
 import { Teardown } from './teardown.ts';
 
 /**
@@ -24,24 +23,19 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
     const consumers = await consumeBus({ ...config, natsUrl }, { ingest, metrics, logger }, teardown);
 
     const app = uWS.App();
-    let ready = false;
-    registerOpsRoutes(app, { metrics, logger, isReady: () => ready && consumers.isReady() });
-    const server = await listen(app, config.host, config.port);
-    teardown.push('stop listening', () => server.stopListening());
-    ready = true;
-    logger.info(
-      { url: server.url, role: 'ingest', natsUrl, dataDir: config.dataDir },
-      'weir ingest is ready',
+    const served = await serveRole(
+      app,
+      config,
+      { metrics, logger, isReady: () => consumers.isReady() },
+      teardown,
+      {
+        message: 'weir ingest is ready',
+        role: 'ingest',
+        natsUrl,
+        dataDir: config.dataDir,
+      },
     );
-
-    let closing: Promise<void> | undefined;
-    const close = (): Promise<void> =>
-      (closing ??= (async () => {
-        ready = false;
-        await teardown.run();
-        logger.info('stopped');
-      })());
-    return { port: server.port, url: server.url, catalog, metrics, store, close };
+    return { port: served.port, url: served.url, catalog, metrics, store, close: served.close };
   } catch (err) {
     return teardown.abandon(err);
   }

@@ -1,0 +1,54 @@
+import type uWS from 'uWebSockets.js';
+import { registerOpsRoutes } from '../api/ops-routes.ts';
+import type { Config } from '../config/config.ts';
+import type { Logger } from '../core/logger.ts';
+import type { Metrics } from '../core/metrics.ts';
+import type { InFlight } from '../http/in-flight.ts';
+import { drainRequests, listen } from '../http/server.ts';
+import type { Teardown } from './teardown.ts';
+
+export interface Served {
+  readonly port: number;
+  readonly url: string;
+  /** Not ready any more, then the teardown in reverse order; the same promise on every call. */
+  readonly close: () => Promise<void>;
+}
+
+/**
+ * The last step of every role: ops routes (`/_ready` true only between listening and closing, and while
+ * `isReady` says so), listening, and a `close` that runs the role's teardown once. With `inFlight`, closing
+ * first stops listening and lets the requests in progress finish.
+ */
+export async function serveRole(
+  app: uWS.TemplatedApp,
+  config: Config,
+  deps: {
+    readonly metrics: Metrics;
+    readonly logger: Logger;
+    readonly isReady: () => boolean;
+    readonly inFlight?: InFlight;
+  },
+  teardown: Teardown,
+  announce: { readonly message: string } & Record<string, unknown>,
+): Promise<Served> {
+  const { metrics, logger, inFlight } = deps;
+  let ready = false;
+  registerOpsRoutes(app, { metrics, logger, isReady: () => ready && deps.isReady() });
+  const server = await listen(app, config.host, config.port);
+  teardown.push(inFlight ? 'finish requests in progress' : 'stop listening', async () => {
+    server.stopListening();
+    if (inFlight) await drainRequests(inFlight, config.shutdownTimeoutMs, logger);
+  });
+  ready = true;
+  const { message, ...fields } = announce;
+  logger.info({ url: server.url, ...fields }, message);
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      ready = false;
+      await teardown.run();
+      logger.info('stopped');
+    })());
+  return { port: server.port, url: server.url, close };
+}
