@@ -25,7 +25,7 @@ export interface Store {
   /** Inserts rows; resolves when they are committed. */
   insert(table: string, rows: readonly Row[]): Promise<void>;
   /** Runs a query with typed parameters (`{name:Type}` placeholders); returns rows as objects. */
-  query<T = Row>(sql: string, params?: Record<string, unknown>): Promise<T[]>;
+  query<T = Row>(sql: string, params?: Record<string, unknown>, options?: QueryOptions): Promise<T[]>;
   /** Runs a statement that returns no rows (DDL). */
   command(sql: string): Promise<void>;
   /**
@@ -33,7 +33,21 @@ export interface Store {
    * request up front (503) rather than have part of it stored. Stores that never fall behind omit it.
    */
   accepting?(): boolean;
+  /**
+   * Resolves once every row committed before the call is visible to a `fresh: false` query. A store whose
+   * commits are visible at once omits it.
+   */
+  visible?(): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface QueryOptions {
+  /**
+   * Whether the query must see every committed row (the default). Ingest's own state lookups pass false:
+   * they keep what they wrote in memory until `visible()`, so they never need rows the store has not shown
+   * yet, and spare the store the work of showing them first.
+   */
+  readonly fresh?: boolean;
 }
 
 export interface Project {

@@ -52,6 +52,11 @@ export class BatchWriter {
     });
   }
 
+  /** Resolves once every row committed so far is visible to the store's `fresh: false` queries. */
+  visible(): Promise<void> {
+    return this.#deps.store.visible?.() ?? Promise.resolve();
+  }
+
   /** Resolves when every row written so far has been committed (or failed). */
   flushed(): Promise<void> {
     if (!this.#running) return Promise.resolve();

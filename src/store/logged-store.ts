@@ -2,7 +2,7 @@ import { appendFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
-import type { Row, Store } from '../core/ports.ts';
+import type { QueryOptions, Row, Store } from '../core/ports.ts';
 import { ClickHouseStore, migrate } from './clickhouse-store.ts';
 import { CommitLog, comparePositions, type LogFrame, type LogPosition } from './commit-log.ts';
 
@@ -72,6 +72,7 @@ export class LoggedStore implements Store {
   #timer: NodeJS.Timeout | undefined;
   #failures = 0;
   #closed = false;
+  #visibleWaiters: { readonly target: LogPosition; readonly resolve: () => void }[] = [];
 
   private constructor(
     inner: ClickHouseStore,
@@ -148,14 +149,25 @@ export class LoggedStore implements Store {
     return this.#pendingBytes <= this.#options.maxPendingBytes * 0.75;
   }
 
-  async query<T = Row>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
+  async query<T = Row>(
+    sql: string,
+    params: Record<string, unknown> = {},
+    options: QueryOptions = {},
+  ): Promise<T[]> {
     const end = this.#deps.metrics.storeQueryDuration.startTimer();
     try {
-      await this.#applyAll();
+      if (options.fresh !== false) await this.#applyAll();
       return await this.#inner.query<T>(sql, params);
     } finally {
       end();
     }
+  }
+
+  /** Resolves once everything committed so far is applied to the tables (see `Store.visible`). */
+  visible(): Promise<void> {
+    const target = this.#frames.at(-1)?.end;
+    if (target === undefined || comparePositions(this.#applied, target) >= 0) return Promise.resolve();
+    return new Promise((resolve) => this.#visibleWaiters.push({ target, resolve }));
   }
 
   /**
@@ -287,6 +299,14 @@ export class LoggedStore implements Store {
     }
     await this.#log.endApply(to);
     this.#applied = to;
+    if (this.#visibleWaiters.length > 0) {
+      const still = [];
+      for (const w of this.#visibleWaiters) {
+        if (comparePositions(w.target, to) <= 0) w.resolve();
+        else still.push(w);
+      }
+      this.#visibleWaiters = still;
+    }
     let bytes = 0;
     for (const f of block) bytes += f.data.length;
     this.#frames.splice(0, block.length);

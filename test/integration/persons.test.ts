@@ -362,6 +362,8 @@ t.test('concurrent merges through a one-entry cache stay consistent with the sto
   t.equal(warned.length, 1, 'the second merge finds the anonymous id identified already');
 
   const again = await Promise.all(['a', 'u', 'v'].map((d) => run(captured(project, 'check', d))));
+  // A second PersonState reads the store as one after a restart would: once what was written is visible.
+  await w.weir.store.visible?.();
   const fresh = personState(w.weir.store, 100);
   const reloaded = await Promise.all(
     ['a', 'u', 'v'].map((d) => Promise.resolve(fresh.process(captured(project, 'check', d)))),
@@ -398,7 +400,22 @@ t.test('after a failed write the next event does not build on what the store nev
   const next = await persons.process(captured(project, 'view', 'f', { $set: { y: 2 } }));
   await next.written;
   t.same(next.person.properties, { y: 2 }, 'the failed change is not carried on');
+  await real.visible?.();
   const reloaded = await personState(real, 100).process(captured(project, 'check', 'f'));
   t.equal(reloaded.person.id, next.person.id, 'the store agrees');
   t.same(reloaded.person.properties, { y: 2 });
+});
+
+t.test('what ingest wrote stays in memory until the store shows it', async (t) => {
+  // State lookups do not make the store apply its commit log first, so a person committed but not yet
+  // applied must not be evicted: through a one-entry cache, a second id would push it out otherwise.
+  const project = projectSeq++;
+  const persons = personState(w.weir.store, 1);
+  const first = await persons.process(captured(project, 'view', 'p1', { $set: { n: 1 } }));
+  await first.written;
+  const other = await persons.process(captured(project, 'view', 'p2'));
+  await other.written;
+  const again = await persons.process(captured(project, 'view', 'p1'));
+  t.equal(again.person.id, first.person.id, 'the same person, not a new one');
+  t.same(again.person.properties, { n: 1 });
 });

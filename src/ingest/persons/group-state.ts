@@ -4,7 +4,7 @@ import type { BatchWriter } from '../batch-writer.ts';
 import { BatchedLoader } from './batched-loader.ts';
 import { GroupTypes, type GroupTypeIndexes } from './group-types.ts';
 import { PinnedLru } from './pinned-lru.ts';
-import { allCommitted, writeState } from './state-writes.ts';
+import { allCommitted, writeState, STATE_READ } from './state-writes.ts';
 
 export interface GroupStateConfig {
   /** Groups kept in memory (more only while their writes are in flight). */
@@ -176,6 +176,7 @@ async function loadGroups(store: Store, keys: readonly string[]): Promise<Map<st
      WHERE project_id IN {projects:Array(UInt64)} AND group_type_index IN {indexes:Array(UInt8)}
        AND group_key IN {keys:Array(String)}`,
     { projects: [...projects], indexes: [...indexes], keys: [...groupKeys] },
+    STATE_READ,
   );
   const wanted = new Set(keys);
   const found = new Map<string, StoredGroup>();

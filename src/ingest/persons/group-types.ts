@@ -1,6 +1,6 @@
 import type { Store } from '../../core/ports.ts';
 import type { BatchWriter } from '../batch-writer.ts';
-import { writeState } from './state-writes.ts';
+import { writeState, STATE_READ } from './state-writes.ts';
 
 /** Group types a project may have: they map to the event columns `$group_0` … `$group_4`. */
 export const MAX_GROUP_TYPES = 5;
@@ -83,6 +83,7 @@ export class GroupTypes {
     const rows = await this.#deps.store.query<{ group_type: string; group_type_index: number }>(
       `SELECT group_type, group_type_index FROM group_type_mapping FINAL WHERE project_id = {project:UInt64}`,
       { project: projectId },
+      STATE_READ,
     );
     return new Map(rows.map((r) => [r.group_type, Number(r.group_type_index)]));
   }

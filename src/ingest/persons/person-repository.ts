@@ -1,6 +1,7 @@
 import type { Row, Store } from '../../core/ports.ts';
 import { chTime } from '../../store/clickhouse-store.ts';
 import type { Person } from './person-cache.ts';
+import { STATE_READ } from './state-writes.ts';
 
 /** A person as the store holds it. */
 export interface StoredPerson {
@@ -50,6 +51,7 @@ export class PersonRepository {
       `SELECT project_id, distinct_id, toString(person_id) AS person_id FROM person_distinct_ids FINAL
        WHERE project_id IN {projects:Array(UInt64)} AND distinct_id IN {ids:Array(String)} AND is_deleted = 0`,
       { projects: [...projects], ids: [...ids] },
+      STATE_READ,
     );
     const wanted = new Set(keys);
     const personOf = new Map<string, string>();
@@ -64,6 +66,7 @@ export class PersonRepository {
               version, is_deleted
        FROM persons FINAL WHERE project_id IN {projects:Array(UInt64)} AND id IN {persons:Array(UUID)}`,
       { projects: [...projects], persons: [...new Set(personOf.values())] },
+      STATE_READ,
     );
     const persons = new Map(rows.map((r) => [r.person_id, r]));
     for (const [key, personId] of personOf) {
@@ -87,6 +90,7 @@ export class PersonRepository {
       `SELECT distinct_id FROM person_distinct_ids FINAL
        WHERE project_id = {project:UInt64} AND person_id = {person:UUID} AND is_deleted = 0`,
       { project: projectId, person: personId },
+      STATE_READ,
     );
     return rows.map((r) => r.distinct_id);
   }

@@ -1,5 +1,12 @@
-import type { Row } from '../../core/ports.ts';
+import type { QueryOptions, Row } from '../../core/ports.ts';
 import type { BatchWriter } from '../batch-writer.ts';
+
+/**
+ * The options of ingest's state lookups (persons, groups, group types): what this process wrote stays pinned
+ * in memory until it is visible (see `writeState`), so a lookup never needs rows the store has not shown yet,
+ * and need not make the store show them first.
+ */
+export const STATE_READ: QueryOptions = { fresh: false };
 
 /** Rows for one table. */
 export interface TableRows {
@@ -9,8 +16,9 @@ export interface TableRows {
 
 /**
  * Writes state rows (persons, groups) through the same group-commit writer as the events, so they land in
- * the same inserts and a batch is answered only once they are committed. `settled` runs when the write
- * succeeds or fails (`failed`), so the caller can unpin what it kept in memory, or drop it on failure.
+ * the same inserts and a batch is answered only once they are committed. `settled` runs when the write has
+ * failed (`failed`: drop what was kept in memory) or once it is committed and visible to the store's state
+ * lookups (unpin: from then on a reload from the store brings it back). The returned promise is the commit.
  * Returns undefined when there is nothing to write.
  */
 export function writeState(
@@ -25,7 +33,7 @@ export function writeState(
     return undefined;
   }
   all.then(
-    () => settled(false),
+    () => writer.visible().then(() => settled(false)),
     () => settled(true),
   );
   return all;
