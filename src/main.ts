@@ -1,6 +1,7 @@
 import uWS from 'uWebSockets.js';
 import { registerManagementRoutes } from './api/management-routes.ts';
 import { registerOpsRoutes } from './api/ops-routes.ts';
+import { registerQueryRoutes } from './api/query-routes.ts';
 import { EmbeddedBus } from './bus/embedded-bus.ts';
 import { JetStreamBus } from './bus/jetstream/jetstream-bus.ts';
 import type { Config } from './config/config.ts';
@@ -33,6 +34,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
     const inFlight = mountCapture(app, config, { catalog, bus: bus.bus, metrics, logger });
     let ready = false;
     registerManagementRoutes(app, { catalog, inFlight, logger });
+    registerQueryRoutes(app, { catalog, store, inFlight, logger });
     registerOpsRoutes(app, { metrics, logger, isReady: () => ready && bus.isReady() });
     const server = await listen(app, config.host, config.port);
     teardown.push('finish requests in progress', async () => {
