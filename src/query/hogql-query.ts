@@ -102,6 +102,12 @@ export async function runHogQLQuery(
     throw queryFailure(err, limits);
   }
   lap('./clickhouse');
+  if (table.rows.length > limits.maxResultRows) {
+    throw new AppError('query_limit_exceeded', {
+      detail: `The result has more than ${limits.maxResultRows} rows: add a LIMIT, or aggregate further.`,
+      attr: 'query',
+    });
+  }
   const results = numbersFor64BitIntegers(table);
   timings.push({ k: '.', t: round((performance.now() - started) / 1000) });
   return {

@@ -62,9 +62,18 @@ export function queryFailure(err: unknown, limits: QueryLimits): unknown {
   }
   if (SERVER_TYPES.has(err.type)) return new AppError('server_error', { cause: err });
   const message = clean(err.message);
+  if (err.type === 'TOO_MANY_ROWS_OR_BYTES' && /Limit for result/.test(message)) {
+    return new AppError('query_limit_exceeded', {
+      detail: /max rows/.test(message)
+        ? `The result has more than ${limits.maxResultRows} rows: add a LIMIT, or aggregate further.`
+        : `The result is larger than ${limits.maxResultBytes} bytes: select fewer or smaller columns, or fewer rows.`,
+      attr: 'query',
+      cause: err,
+    });
+  }
   if (LIMIT_TYPES.has(err.type)) {
     return new AppError('query_limit_exceeded', {
-      detail: `The query went past a limit of the run: ${message} (${err.type}). ${limitHint(err.type, limits)}`,
+      detail: `The query went past a limit of the run: ${message} (${err.type}). ${limitHint(err.type)}`,
       attr: 'query',
       cause: err,
     });
@@ -76,9 +85,7 @@ export function queryFailure(err: unknown, limits: QueryLimits): unknown {
   });
 }
 
-function limitHint(type: string, limits: QueryLimits): string {
-  if (type === 'TOO_MANY_ROWS_OR_BYTES')
-    return `A result has at most ${limits.maxResultRows} rows: add a LIMIT or aggregate further.`;
+function limitHint(type: string): string {
   if (type === 'MEMORY_LIMIT_EXCEEDED')
     return 'Aggregate over fewer keys or a shorter time range, or use approximate functions (uniq, quantile).';
   return 'Make the query smaller.';

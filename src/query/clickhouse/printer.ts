@@ -9,7 +9,7 @@
  * query alone, and reads the same on a ClickHouse server. The dialect refuses SETTINGS in a caller's text,
  * so the only one is Weir's.
  */
-import { printDialect } from '../dialect/mod.ts';
+import { numberValue, printDialect, type Expr, type Query } from '../dialect/mod.ts';
 import type { ResolvedQuery } from '../resolver/resolver.ts';
 import { PROJECT_PLACEHOLDER } from '../resolver/store-table.ts';
 import type { BoundVariable, ParamValue } from './variables.ts';
@@ -20,7 +20,7 @@ export interface QueryLimits {
   readonly maxExecutionSeconds: number;
   /** @default 4 GiB */
   readonly maxMemoryBytes: number;
-  /** Rows the result may have; more is an error, never a silent cut. @default 50000 */
+  /** Rows the result may have; more is an error (query_limit_exceeded), never a silent cut. @default 50000 */
   readonly maxResultRows: number;
   /** Bytes the result may have in memory. @default 100 MiB */
   readonly maxResultBytes: number;
@@ -51,7 +51,7 @@ export function printClickHouse(
 ): PrintedQuery {
   const params: Record<string, ParamValue> = { [PROJECT_PARAM]: projectId };
   for (const b of bound.values()) params[b.param] = b.value;
-  const text = printDialect(resolved.query, {
+  const text = printDialect(capRows(resolved.query, limits.maxResultRows + 1), {
     placeholder: (name) => {
       if (name === PROJECT_PLACEHOLDER) return `{${PROJECT_PARAM}:UInt64}`;
       const b = bound.get(name);
@@ -60,6 +60,27 @@ export function printClickHouse(
     },
   });
   return { sql: `${text} SETTINGS ${settingsClause(limits)}`, params };
+}
+
+/**
+ * The query with at most `cap` rows: a LIMIT added, or the query's own LIMIT held to `cap`. One row more
+ * than a result may have is asked for, so the run can tell a result that is too large from one that fits,
+ * and refuse it rather than cut it silently. (`max_result_rows` alone is not enough: rows an ARRAY JOIN makes
+ * after reading escape it.) Each member of a UNION ALL is capped: if one has more, so has the whole.
+ */
+export function capRows(query: Query, cap: number): Query {
+  if (query.kind === 'unionAll') return { ...query, queries: query.queries.map((q) => capRows(q, cap)) };
+  const limit = query.limit;
+  const capNode: Expr = { kind: 'number', text: String(cap) };
+  if (limit === null) return { ...query, limit: capNode };
+  if (limit.kind === 'number') {
+    const n = numberValue(limit);
+    return typeof n === 'number' && n <= cap ? query : { ...query, limit: capNode };
+  }
+  return {
+    ...query,
+    limit: { kind: 'call', name: 'least', params: null, args: [limit, capNode], distinct: false, over: null },
+  };
 }
 
 /**
