@@ -565,7 +565,7 @@ function unknownColumn(node: Field, scope: Scope): QueryResolveError {
   const near = [...known].find((k) => k.toLowerCase() === name.toLowerCase());
   let reason = `unknown column ${shown(name)}`;
   if (near) reason += `; did you mean ${shown(near)}?`;
-  else if (scope.outerHasColumn(name))
+  else if (scope.outerHas(name))
     reason +=
       ': a subquery cannot use the columns of the query around it (correlated subqueries are not supported)';
   else if (scope.sources.length === 0) reason += ' (this SELECT has no FROM clause)';

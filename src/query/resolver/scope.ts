@@ -64,10 +64,10 @@ export class Scope {
     return this.sources.find((s) => s.name === name);
   }
 
-  /** Whether a name is a column of any source of an enclosing query (for "correlated subqueries" messages). */
-  outerHasColumn(name: string): boolean {
-    for (let s = this.parent; s; s = s.parent)
-      if (s.sources.some((src) => src.columns.has(name))) return true;
+  /** Whether a name is a table or column of an enclosing query (for "correlated subqueries" messages). */
+  outerHas(name: string): boolean {
+    const here = (s: Scope): boolean => s.sources.some((src) => src.name === name || src.columns.has(name));
+    for (let s = this.parent; s; s = s.parent) if (here(s)) return true;
     return false;
   }
 }
