@@ -1,4 +1,5 @@
 import type { CompileCost } from './compile-cost.ts';
+import type { DedupRow } from './dedup-alternatives.ts';
 
 export interface RunRow {
   readonly state: 'fresh' | 'settled';
@@ -23,6 +24,7 @@ export interface Report {
   readonly rounds: number;
   readonly compile: CompileCost;
   readonly runs: readonly RunRow[];
+  readonly dedup: readonly DedupRow[];
 }
 
 const us = (n: number): string => (n >= 1000 ? `${(n / 1000).toFixed(2)} ms` : `${n.toPrecision(3)} µs`);
@@ -89,6 +91,20 @@ export function markdownReport(r: Report): string {
       `Geometric mean: printed / hand-written **${ratio.toFixed(2)}**; hand-written with FINAL / raw ${dedup.toFixed(2)}.`,
       '',
     );
+  }
+  if (r.dedup.length > 0) {
+    const ways = Object.keys(r.dedup[0]!.ms);
+    lines.push('## Deduplication: FINAL against the alternatives (fresh parts)', '');
+    lines.push(
+      "The same answer written each way by hand (`bench/query/dedup-alternatives.ts`), filter inside, median of the rounds; a mark where the answer differs from FINAL's.",
+      '',
+    );
+    lines.push(`| question | ${ways.join(' | ')} |`, `| --- |${ways.map(() => ' ---: |').join('')}`);
+    for (const d of r.dedup)
+      lines.push(
+        `| ${d.question} | ${ways.map((w) => `${ms(d.ms[w]!)}${d.same[w] ? '' : ' (differs)'}`).join(' | ')} |`,
+      );
+    lines.push('');
   }
   return `${lines.join('\n')}\n`;
 }

@@ -20,6 +20,7 @@ import { OtherLoadProbe, QuietGate } from '../capture/machine-load.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
 import { measureCompile } from './compile-cost.ts';
 import { generate } from './dataset.ts';
+import { measureDedup, type DedupRow } from './dedup-alternatives.ts';
 import { QUESTIONS, rawOf, type Question } from './questions.ts';
 import { markdownReport, type RunRow } from './report.ts';
 
@@ -46,6 +47,7 @@ try {
 
   const gate = new QuietGate(quick ? 0 : 240_000, 30_000, 0);
   const runs: RunRow[] = [];
+  let dedup: DedupRow[] = [];
   for (const state of ['fresh', 'settled'] as const) {
     if (state === 'settled') {
       process.stderr.write('merging (OPTIMIZE … FINAL)…\n');
@@ -61,6 +63,11 @@ try {
       runs.push({ state, parts, ...(await measureQuestion(q)), otherCores: probe.otherCores() });
       process.stderr.write(`${state}: ${q.name}\n`);
     }
+    if (state === 'fresh') {
+      await gate.wait([]);
+      dedup = await measureDedup(store, rounds);
+      process.stderr.write('fresh: deduplication alternatives\n');
+    }
   }
 
   const report = markdownReport({
@@ -73,6 +80,7 @@ try {
     rounds,
     compile,
     runs,
+    dedup,
   });
   process.stdout.write(report);
   if (!quick) {
