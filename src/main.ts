@@ -1,5 +1,6 @@
 import uWS from 'uWebSockets.js';
 import { registerManagementRoutes } from './api/management-routes.ts';
+import { registerQueryRoutes } from './api/query-routes.ts';
 import { EmbeddedBus } from './bus/embedded-bus.ts';
 import { JetStreamBus } from './bus/jetstream/jetstream-bus.ts';
 import type { Config } from './config/config.ts';
@@ -31,6 +32,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
     const app = uWS.App();
     const inFlight = mountCapture(app, config, { catalog, bus: bus.bus, metrics, logger });
     registerManagementRoutes(app, { catalog, inFlight, logger });
+    registerQueryRoutes(app, { catalog, store, inFlight, logger });
     const served = await serveRole(
       app,
       config,

@@ -50,6 +50,43 @@ export interface QueryOptions {
   readonly fresh?: boolean;
 }
 
+/** A query's result as a table: names and ClickHouse types of its columns, rows as arrays in column order. */
+export interface ResultTable {
+  readonly columns: readonly string[];
+  readonly types: readonly string[];
+  readonly rows: readonly unknown[][];
+  /** What the engine reports of the run, when it does. */
+  readonly statistics?: {
+    readonly elapsedSeconds: number;
+    readonly rowsRead: number;
+    readonly bytesRead: number;
+  };
+}
+
+/**
+ * What the query API needs of the store: one SELECT (with its own SETTINGS clause, if any) whose result comes
+ * back as a table, so that duplicate column names survive and column types are known. Rejects with a
+ * StoreQueryError when the engine refuses or stops the query.
+ */
+export interface TableReader {
+  queryTable(sql: string, params: Record<string, unknown>): Promise<ResultTable>;
+}
+
+/** The engine refused or stopped a query: its error, converted once at the store's edge. */
+export class StoreQueryError extends Error {
+  /** The engine's error number (ClickHouse: 47 for UNKNOWN_IDENTIFIER, …). */
+  readonly code: number;
+  /** The engine's error name (`UNKNOWN_IDENTIFIER`, `TIMEOUT_EXCEEDED`, …). */
+  readonly type: string;
+
+  constructor(code: number, type: string, message: string) {
+    super(message);
+    this.name = 'StoreQueryError';
+    this.code = code;
+    this.type = type;
+  }
+}
+
 export interface Project {
   readonly id: number;
   readonly name: string;

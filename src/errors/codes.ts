@@ -75,6 +75,25 @@ export const ERROR_CODES = {
   required: { type: 'validation_error', detail: 'A required field is missing.' },
   invalid_input: { type: 'validation_error', detail: 'A field has a value this route does not take.' },
   unknown_field: { type: 'validation_error', detail: 'The body has a field this route does not take.' },
+  // Query API (SPEC §3) and SQL endpoint runs (SPEC §4)
+  invalid_query: {
+    type: 'validation_error',
+    detail:
+      'The query cannot run: it does not parse, or names a table, column or function Weir does not serve.',
+  },
+  missing_variable: { type: 'validation_error', detail: 'A variable the query uses was not provided.' },
+  unknown_variable: {
+    type: 'validation_error',
+    detail: 'A variable was provided that the query does not use.',
+  },
+  invalid_variable: {
+    type: 'validation_error',
+    detail: 'A variable has a value of the wrong type or format.',
+  },
+  query_limit_exceeded: {
+    type: 'validation_error',
+    detail: 'The query went past a limit of the run (memory, result rows or bytes, query size).',
+  },
   // Every route
   not_found: { type: 'not_found', detail: 'Nothing is here.' },
   method_not_allowed: { type: 'method_not_allowed', detail: 'This method is not allowed on this route.' },

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { createChdbConnection } from 'chdb/connection';
-import type { Row, Store } from '../core/ports.ts';
+import { StoreQueryError, type ResultTable, type Row, type Store, type TableReader } from '../core/ports.ts';
 import type { Logger } from '../core/logger.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 
@@ -22,7 +22,7 @@ type RawInsert = (params: {
   settings?: Record<string, string | number>;
 }) => Promise<unknown>;
 
-export class ClickHouseStore implements Store {
+export class ClickHouseStore implements Store, TableReader {
   readonly #client: ClickHouseClient;
   readonly #rawInsert: RawInsert | undefined;
 
@@ -79,6 +79,27 @@ export class ClickHouseStore implements Store {
     return rs.json<T>();
   }
 
+  /**
+   * Runs one SELECT and returns it as a table. JSONCompactEachRowWithNamesAndTypes: names and types, then rows
+   * as arrays. (chDB 3.4 writes JSONCompact out of order for an empty result WITH TOTALS; this format has no
+   * totals, and the resolver refuses WITH TOTALS.)
+   */
+  async queryTable(sql: string, params: Record<string, unknown>): Promise<ResultTable> {
+    let lines: unknown[][];
+    try {
+      const rs = await this.#client.query({
+        query: sql,
+        query_params: params,
+        format: 'JSONCompactEachRowWithNamesAndTypes',
+      });
+      lines = await rs.json<unknown[]>();
+    } catch (err) {
+      throw toStoreQueryError(err);
+    }
+    const [columns = [], types = [], ...rows] = lines;
+    return { columns: columns.map(String), types: types.map(String), rows };
+  }
+
   async command(sql: string): Promise<void> {
     await this.#client.command({ query: sql });
   }
@@ -86,6 +107,16 @@ export class ClickHouseStore implements Store {
   async close(): Promise<void> {
     await this.#client.close();
   }
+}
+
+/** The engine's error as a StoreQueryError; anything else (a broken connection, a bug) as it is. */
+function toStoreQueryError(err: unknown): unknown {
+  // Matched by shape: chDB's connection builds its errors with its own copy of clickhouse-js's error class.
+  const { code, type } = err as { code?: unknown; type?: unknown };
+  if (!(err instanceof Error) || typeof code !== 'string' || !/^\d+$/.test(code) || typeof type !== 'string')
+    return err;
+  const message = err.message.replace(/\s*\(version [^)]*\)\s*$/, '').trim();
+  return new StoreQueryError(Number(code), type, message);
 }
 
 /** Applies the migrations not yet recorded, in order. Safe to run at every start. */

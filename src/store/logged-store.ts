@@ -2,7 +2,7 @@ import { appendFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
-import type { QueryOptions, Row, Store } from '../core/ports.ts';
+import type { QueryOptions, ResultTable, Row, Store, TableReader } from '../core/ports.ts';
 import { ClickHouseStore, migrate } from './clickhouse-store.ts';
 import { CommitLog, comparePositions, type LogFrame, type LogPosition } from './commit-log.ts';
 
@@ -59,7 +59,7 @@ const BACKOFF_MS = [50, 100, 250, 500, 1000];
  * leaves the block in the log and is retried with backoff; past `maxPendingBytes` inserts are refused, which
  * capture answers with 503.
  */
-export class LoggedStore implements Store {
+export class LoggedStore implements Store, TableReader {
   readonly #inner: ClickHouseStore;
   readonly #log: CommitLog;
   readonly #deps: LoggedStoreDeps;
@@ -168,6 +168,17 @@ export class LoggedStore implements Store {
     const target = this.#frames.at(-1)?.end;
     if (target === undefined || comparePositions(this.#applied, target) >= 0) return Promise.resolve();
     return new Promise((resolve) => this.#visibleWaiters.push({ target, resolve }));
+  }
+
+  /** Runs one SELECT after applying what is committed, so it sees every acknowledged row. */
+  async queryTable(sql: string, params: Record<string, unknown>): Promise<ResultTable> {
+    const end = this.#deps.metrics.storeQueryDuration.startTimer();
+    try {
+      await this.#applyAll();
+      return await this.#inner.queryTable(sql, params);
+    } finally {
+      end();
+    }
   }
 
   /**

@@ -37,6 +37,11 @@ export interface PrintOptions {
    * (`a OR (b AND c)`); it reads back as the same tree. @default 'needed'
    */
   parentheses?: 'needed' | 'all';
+  /**
+   * The text of a placeholder not inlined: the ClickHouse printer binds placeholders as query parameters
+   * (`{var_browser:String}`). @default `{variables.name}`, as written
+   */
+  placeholder?: (name: string) => string;
 }
 
 export function printDialect(query: Query, options: PrintOptions = {}): string {
@@ -160,10 +165,12 @@ export function literal(value: InlineValue): string {
 class Printer {
   private readonly inline: Readonly<Record<string, InlineValue>> | undefined;
   private readonly allParentheses: boolean;
+  private readonly placeholder: ((name: string) => string) | undefined;
 
   constructor(options: PrintOptions) {
     this.inline = options.inline;
     this.allParentheses = options.parentheses === 'all';
+    this.placeholder = options.placeholder;
   }
 
   query(q: Query): string {
@@ -327,7 +334,7 @@ class Printer {
       case 'null':
         return 'NULL';
       case 'placeholder':
-        return this.inlined(e.name) ?? `{variables.${e.name}}`;
+        return this.inlined(e.name) ?? this.placeholder?.(e.name) ?? `{variables.${e.name}}`;
       case 'field':
         return e.chain.map((part, i) => (i === 0 ? quoteName(part) : member(part))).join('.');
       case 'star':

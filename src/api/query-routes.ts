@@ -1,0 +1,121 @@
+import type { TemplatedApp } from 'uWebSockets.js';
+import type { Logger } from '../core/logger.ts';
+import type { Catalog, TableReader } from '../core/ports.ts';
+import { AppError } from '../errors/app-error.ts';
+import type { InFlight } from '../http/in-flight.ts';
+import type { QueryLimits } from '../query/clickhouse/printer.ts';
+import { runHogQLQuery, type HogQLQueryInput } from '../query/hogql-query.ts';
+import { apiRoute } from './api-route.ts';
+import { authenticate } from './auth.ts';
+import { objectBody, requirePresent, type JsonObject } from './json-input.ts';
+
+export interface QueryRoutesDeps {
+  readonly catalog: Catalog;
+  readonly store: TableReader;
+  readonly inFlight: InFlight;
+  readonly logger: Logger;
+  /** @default DEFAULT_LIMITS of the printer */
+  readonly limits?: QueryLimits;
+}
+
+/**
+ * Fields of PostHog's query request Weir takes and ignores: a client id (PostHog uses it to cancel), a cache
+ * hint (every run here is fresh) and a name for logs.
+ */
+const REQUEST_FIELDS = ['query', 'client_query_id', 'refresh', 'name'];
+/** Fields of a HogQLQuery. `filters`, `modifiers` and `values` are refused rather than silently not applied. */
+const QUERY_FIELDS = ['kind', 'query', 'variables', 'name', 'tags'];
+
+/**
+ * The query API (SPEC §3): `POST P/query/` runs one `HogQLQuery` on the project's data and answers
+ * `{results, columns, types, hogql, clickhouse, timings}`. Needs the scope `query:read`.
+ */
+export function registerQueryRoutes(app: TemplatedApp, deps: QueryRoutesDeps): void {
+  for (const path of ['/api/projects/:id/query/', '/api/environments/:id/query/']) {
+    apiRoute(app, deps, path, {
+      post: async (req) => {
+        const who = authenticate(deps.catalog, req.authorization);
+        const project = who.requireProject(req.params[0]!);
+        who.requireScope('query:read');
+        const input = readRequest(req.body);
+        const result = await runHogQLQuery(input, project.id, { store: deps.store, limits: deps.limits });
+        return { status: 200, body: result };
+      },
+    });
+  }
+}
+
+function readRequest(body: unknown): HogQLQueryInput {
+  const request = objectBody(body, REQUEST_FIELDS);
+  const query = requirePresent(request, 'query');
+  if (typeof query !== 'object' || query === null || Array.isArray(query)) {
+    throw invalid('query', `'query' must be an object: {"kind": "HogQLQuery", "query": "SELECT …"}.`);
+  }
+  const q = query as JsonObject;
+  for (const field of Object.keys(q)) {
+    if (!QUERY_FIELDS.includes(field)) {
+      throw new AppError('unknown_field', {
+        detail: `A HogQLQuery here takes no field '${field.slice(0, 64)}'; it takes ${QUERY_FIELDS.join(', ')}.`,
+        attr: `query.${field.slice(0, 64)}`,
+      });
+    }
+  }
+  if (q['kind'] !== 'HogQLQuery') {
+    throw invalid(
+      'query.kind',
+      `This route runs {"kind": "HogQLQuery"} queries; 'kind' is ${JSON.stringify(q['kind'] ?? null).slice(0, 64)}.`,
+    );
+  }
+  const text = q['query'];
+  if (text === undefined || text === null) {
+    throw new AppError('required', {
+      detail: "The field 'query.query' (the SQL) is required.",
+      attr: 'query.query',
+    });
+  }
+  if (typeof text !== 'string') throw invalid('query.query', "'query.query' must be a string of SQL.");
+  return { query: text, variables: readVariables(q['variables']) };
+}
+
+/**
+ * `variables` by name (`{"browser": "Chrome"}`), or in PostHog's shape, keyed by variable id with the name in
+ * `code_name` (`{"<id>": {"code_name": "browser", "value": "Chrome"}}`). A value is never an object, so an
+ * object is PostHog's shape.
+ */
+function readVariables(raw: unknown): Record<string, unknown> {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new AppError('invalid_variable', {
+      detail: "'variables' must be an object of values by variable name.",
+      attr: 'variables',
+    });
+  }
+  const values: Record<string, unknown> = {};
+  for (const [key, entry] of Object.entries(raw as JsonObject)) {
+    let name = key;
+    let value = entry;
+    if (typeof entry === 'object' && entry !== null && !Array.isArray(entry)) {
+      const posthog = entry as JsonObject;
+      if (typeof posthog['code_name'] !== 'string') {
+        throw new AppError('invalid_variable', {
+          detail: `Variable '${key.slice(0, 64)}': an object must be PostHog's {"code_name": …, "value": …}; a value itself is never an object.`,
+          attr: 'variables',
+        });
+      }
+      name = posthog['code_name'];
+      value = posthog['isNull'] === true ? null : (posthog['value'] ?? null);
+    }
+    if (Object.hasOwn(values, name)) {
+      throw new AppError('invalid_variable', {
+        detail: `Variable '${name}' is given twice.`,
+        attr: 'variables',
+      });
+    }
+    values[name] = value;
+  }
+  return values;
+}
+
+function invalid(attr: string, detail: string): AppError {
+  return new AppError('invalid_input', { detail, attr });
+}

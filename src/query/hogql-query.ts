@@ -1,0 +1,153 @@
+/**
+ * One ad-hoc query in the dialect (PostHog's `HogQLQuery`): parse → resolve → bind variables → print
+ * ClickHouse SQL → run on the store, confined to one project. What the query API answers.
+ */
+import type { ResultTable, TableReader } from '../core/ports.ts';
+import { AppError } from '../errors/app-error.ts';
+import { queryFailure } from './clickhouse/errors.ts';
+import {
+  DEFAULT_LIMITS,
+  MAX_PRINTED_LENGTH,
+  printClickHouse,
+  type QueryLimits,
+} from './clickhouse/printer.ts';
+import { bindVariables, inlineValues, type VariableType } from './clickhouse/variables.ts';
+import { DialectSyntaxError, parseDialect, printDialect, type Query } from './dialect/mod.ts';
+import { QueryResolveError } from './resolver/errors.ts';
+import { resolveQuery, type ResolvedQuery } from './resolver/resolver.ts';
+
+export interface HogQLQueryInput {
+  /** The SQL text, in the dialect. */
+  readonly query: string;
+  /** Values by variable name. */
+  readonly variables: Readonly<Record<string, unknown>>;
+  /** Declared variable types (an endpoint's); values of undeclared variables are typed by their JSON value. */
+  readonly types?: Readonly<Record<string, VariableType>>;
+}
+
+/** PostHog's `timings` entries: a step and its seconds. */
+export interface Timing {
+  readonly k: string;
+  readonly t: number;
+}
+
+export interface HogQLQueryResult {
+  readonly results: unknown[][];
+  readonly columns: string[];
+  readonly types: string[];
+  /** The query as Weir read it, canonical, values inlined (for a person, never run). */
+  readonly hogql: string;
+  /** The ClickHouse SQL that ran, parameters as `{name:Type}`. */
+  readonly clickhouse: string;
+  readonly timings: Timing[];
+}
+
+export interface HogQLQueryDeps {
+  readonly store: TableReader;
+  /** @default DEFAULT_LIMITS */
+  readonly limits?: QueryLimits;
+  /** The database of the store tables. @default 'default' */
+  readonly database?: string;
+}
+
+/** Parses and resolves a query: what an endpoint checks at create time. Throws AppError `invalid_query`. */
+export function compileQuery(text: string, database?: string): { ast: Query; resolved: ResolvedQuery } {
+  let ast: Query;
+  try {
+    ast = parseDialect(text);
+  } catch (err) {
+    if (err instanceof DialectSyntaxError) throw invalidQuery(`Syntax error: ${err.message}`, err);
+    throw err;
+  }
+  try {
+    return { ast, resolved: resolveQuery(ast, { database }) };
+  } catch (err) {
+    if (err instanceof QueryResolveError) throw invalidQuery(capitalise(err.message), err);
+    throw err;
+  }
+}
+
+export async function runHogQLQuery(
+  input: HogQLQueryInput,
+  projectId: number,
+  deps: HogQLQueryDeps,
+): Promise<HogQLQueryResult> {
+  const limits = deps.limits ?? DEFAULT_LIMITS;
+  const timings: Timing[] = [];
+  const started = performance.now();
+  let mark = started;
+  const lap = (k: string): void => {
+    const now = performance.now();
+    timings.push({ k, t: round((now - mark) / 1000) });
+    mark = now;
+  };
+
+  const { ast, resolved } = compileQuery(input.query, deps.database);
+  lap('./compile');
+  const bound = bindVariables(resolved.variables, input.variables, input.types);
+  const printed = printClickHouse(resolved, bound, projectId, limits);
+  if (printed.sql.length > MAX_PRINTED_LENGTH) {
+    throw new AppError('query_limit_exceeded', {
+      detail: `Translated for ClickHouse the query is ${printed.sql.length} characters long; the limit is ${MAX_PRINTED_LENGTH}. Make it smaller (a long IN list can be a list variable).`,
+      attr: 'query',
+    });
+  }
+  const hogql = printDialect(ast, { inline: inlineValues(bound) });
+  lap('./print');
+
+  let table: ResultTable;
+  try {
+    table = await deps.store.queryTable(printed.sql, printed.params);
+  } catch (err) {
+    throw queryFailure(err, limits);
+  }
+  lap('./clickhouse');
+  if (table.rows.length > limits.maxResultRows) {
+    throw new AppError('query_limit_exceeded', {
+      detail: `The result has more than ${limits.maxResultRows} rows: add a LIMIT, or aggregate further.`,
+      attr: 'query',
+    });
+  }
+  const results = numbersFor64BitIntegers(table);
+  timings.push({ k: '.', t: round((performance.now() - started) / 1000) });
+  return {
+    results,
+    // Weir's names when it could tell every column (a `*` over a USING join can make ClickHouse's count differ).
+    columns: resolved.columns.length === table.columns.length ? [...resolved.columns] : [...table.columns],
+    types: [...table.types],
+    hogql,
+    clickhouse: printed.sql,
+    timings,
+  };
+}
+
+const WIDE_INTEGER = /^(?:Nullable\()?(?:LowCardinality\()?U?Int(?:64|128|256)\)*$/;
+
+/**
+ * 64-bit and wider integers arrive quoted (so none loses precision in JSON). Those a JavaScript number
+ * holds exactly become numbers again; larger ones stay strings. Integers nested in arrays or tuples stay
+ * strings.
+ */
+function numbersFor64BitIntegers(table: ResultTable): unknown[][] {
+  const wide = table.types.map((t) => WIDE_INTEGER.test(t));
+  if (!wide.includes(true)) return table.rows as unknown[][];
+  return table.rows.map((row) =>
+    row.map((v, i) => {
+      if (!wide[i] || typeof v !== 'string') return v;
+      const n = Number(v);
+      return Number.isSafeInteger(n) ? n : v;
+    }),
+  );
+}
+
+function invalidQuery(detail: string, cause: unknown): AppError {
+  return new AppError('invalid_query', { detail, attr: 'query', cause });
+}
+
+function capitalise(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+function round(seconds: number): number {
+  return Math.round(seconds * 1e6) / 1e6;
+}

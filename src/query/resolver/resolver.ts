@@ -1,0 +1,574 @@
+/**
+ * The resolver: checks every name of a parsed query against what Weir serves, and rewrites the tree into
+ * the query ClickHouse runs. A new tree is built; the parsed one is left as it was (its dialect text is the
+ * `hogql` of a run). What changes:
+ * - each reference to a Weir table becomes a subquery over the store table, confined to the caller's project
+ *   and deduplicated (store-table.ts); a CTE reference stays a CTE reference; anything else in FROM is refused
+ *   (table functions, other databases, `system.*`, unknown names);
+ * - `properties.$x`, `properties['x']`, `properties.a.b` and the same on every JSON column become
+ *   `JSONExtract(col, 'x', 'Nullable(String)')`: the value as text (strings decoded, numbers and booleans as
+ *   written, objects and arrays as JSON), NULL when the key is missing or null — one parse per access;
+ * - `person.properties.x` on events reads `person_properties` (the person as the event saw it), `person.id`
+ *   reads `person_id`;
+ * - PREWHERE is folded into WHERE (a subquery has no PREWHERE of its own to give);
+ * - every function must be on the allow-list (functions.ts); `*` stands only for columns or in `count(*)`.
+ * Placeholders stay placeholders: the printer binds them as query parameters.
+ */
+import {
+  printDialectExpr,
+  type ArrayJoin,
+  type ColumnExpr,
+  type Expr,
+  type Field,
+  type FromClause,
+  type Join,
+  type OrderItem,
+  type Query,
+  type SelectQuery,
+  type Span,
+  type TableExpr,
+  type WindowSpec,
+  type WithItem,
+} from '../dialect/mod.ts';
+import { QueryResolveError, listed, shown } from './errors.ts';
+import { baseName, functionKind, REFUSED_HINTS } from './functions.ts';
+import { EVENT_PERSON_FIELDS, TABLES, tableSpec } from './schema.ts';
+import { Scope, type ColumnInfo, type Source } from './scope.ts';
+import { storeTableQuery } from './store-table.ts';
+
+export interface ResolveOptions {
+  /** The database of the store tables. @default 'default' */
+  readonly database?: string;
+}
+
+export interface ResolvedQuery {
+  /** The query as ClickHouse runs it (placeholders still unbound). */
+  readonly query: Query;
+  /** The variables the query uses, in order of first use. */
+  readonly variables: readonly string[];
+  /** The names of the result's columns, as a person reads them (an alias, a column, or the expression). */
+  readonly columns: readonly string[];
+}
+
+export function resolveQuery(query: Query, options: ResolveOptions = {}): ResolvedQuery {
+  const resolver = new Resolver(options.database ?? 'default');
+  const out = resolver.query(query, new Scope(null));
+  return { query: out.query, variables: [...resolver.variables], columns: out.columns.map((c) => c.name) };
+}
+
+interface OutColumn {
+  readonly name: string;
+  readonly info: ColumnInfo;
+}
+
+interface Resolved {
+  readonly query: Query;
+  readonly columns: readonly OutColumn[];
+}
+
+/** A JSON column, or keys read from one: more keys can follow (`properties['a']['b']`). */
+interface JsonRef {
+  readonly column: Field;
+  readonly keys: readonly Expr[];
+}
+
+const PLAIN: ColumnInfo = { json: false };
+/** Aggregates whose first argument is a time: a DateTime, or an unsigned number of seconds. */
+const TIMED_AGGREGATES = new Set([
+  'windowfunnel',
+  'sequencematch',
+  'sequencecount',
+  'sequencenextnode',
+  'sequencematchevents',
+]);
+const TABLE_NAMES = [...TABLES.keys()].join(', ');
+
+class Resolver {
+  readonly variables = new Set<string>();
+  readonly #database: string;
+  /** Rewritten nodes that are a JSON column or a read from one. */
+  readonly #json = new WeakMap<Expr, JsonRef>();
+
+  constructor(database: string) {
+    this.#database = database;
+  }
+
+  query(q: Query, parent: Scope): Resolved {
+    if (q.kind === 'select') return this.select(q, parent);
+    const members = q.queries.map((m) => this.query(m, new Scope(parent)));
+    return { query: { ...q, queries: members.map((m) => m.query) }, columns: members[0]!.columns };
+  }
+
+  private select(s: SelectQuery, parent: Scope): Resolved {
+    if (s.withTotals) {
+      throw new QueryResolveError(
+        'WITH TOTALS is not supported: a result has no place for a totals row; use WITH ROLLUP, or UNION ALL a total',
+        s.pos,
+      );
+    }
+    const scope = new Scope(parent);
+    const withItems = s.with.map((w) => this.withItem(w, scope));
+    for (const c of s.columns) if (c.kind === 'alias') scope.aliases.add(c.alias);
+    for (const j of s.from?.joins ?? [])
+      if (j.kind === 'arrayJoin') for (const i of j.items) if (i.kind === 'alias') scope.aliases.add(i.alias);
+    for (const w of s.window) scope.windows.add(w.name);
+
+    const from = s.from ? this.from(s.from, scope) : null;
+    const outColumns: OutColumn[] = [];
+    const columns = s.columns.map((c) => this.column(c, scope, outColumns));
+    const prewhere = s.prewhere ? this.expr(s.prewhere, scope) : null;
+    const where = s.where ? this.expr(s.where, scope) : null;
+    const rewritten: SelectQuery = {
+      ...s,
+      with: withItems,
+      columns,
+      from,
+      prewhere: null,
+      where: prewhere && where ? { kind: 'and', operands: [prewhere, where] } : (prewhere ?? where),
+      groupBy: s.groupBy && this.exprs(s.groupBy, scope),
+      having: s.having && this.expr(s.having, scope),
+      window: s.window.map((w) => ({ ...w, spec: this.windowSpec(w.spec, scope) })),
+      orderBy: s.orderBy && this.orderItems(s.orderBy, scope),
+      limitBy: s.limitBy && {
+        ...s.limitBy,
+        limit: this.expr(s.limitBy.limit, scope),
+        offset: s.limitBy.offset && this.expr(s.limitBy.offset, scope),
+        by: this.exprs(s.limitBy.by, scope),
+      },
+      limit: s.limit && this.expr(s.limit, scope),
+      offset: s.offset && this.expr(s.offset, scope),
+    };
+    return { query: rewritten, columns: outColumns };
+  }
+
+  private withItem(w: WithItem, scope: Scope): WithItem {
+    if (w.kind === 'withQuery') {
+      const out = this.query(w.query, new Scope(scope));
+      scope.ctes.set(w.name, { name: w.name, columns: columnMap(out.columns) });
+      return { ...w, query: out.query };
+    }
+    const expr = this.expr(w.expr, scope);
+    scope.values.add(w.name);
+    return { ...w, expr };
+  }
+
+  // -------------------------------------------------------------------------------------------- FROM
+
+  private from(f: FromClause, scope: Scope): FromClause {
+    const table = this.tableExpr(f.table, scope);
+    const joins = f.joins.map((j) =>
+      j.kind === 'arrayJoin' ? this.arrayJoin(j, scope) : this.join(j, scope),
+    );
+    return { ...f, table, joins };
+  }
+
+  /** Rewrites a table expression and adds what it yields to the scope's sources. */
+  private tableExpr(t: TableExpr, scope: Scope): TableExpr {
+    let rewritten: TableExpr;
+    let source: Source;
+    switch (t.kind) {
+      case 'tableFunction':
+        throw new QueryResolveError(
+          `table functions are not allowed (${shown(t.name)}): a query reads only the tables ${TABLE_NAMES}`,
+          t.pos,
+        );
+      case 'tableSubquery': {
+        const out = this.query(t.query, new Scope(scope));
+        rewritten = { ...t, query: out.query };
+        source = derivedSource(t.alias, `subquery ${t.alias ?? '(unnamed)'}`, out.columns);
+        break;
+      }
+      case 'table': {
+        if (t.database !== null) {
+          throw new QueryResolveError(
+            `${shown(`${t.database}.${t.name}`)} is not reachable: a query reads only the tables ${TABLE_NAMES}`,
+            t.pos,
+          );
+        }
+        const name = t.alias ?? t.name;
+        const cte = scope.cte(t.name);
+        if (cte) {
+          rewritten = { ...t, final: false };
+          source = derivedSource(
+            name,
+            `CTE ${shown(t.name)}`,
+            [...cte.columns].map(([n, info]) => ({ name: n, info })),
+          );
+          break;
+        }
+        const spec = tableSpec(t.name);
+        if (!spec) throw unknownTable(t.name, t.pos);
+        rewritten = {
+          kind: 'tableSubquery',
+          query: storeTableQuery(spec, this.#database),
+          alias: name,
+          pos: t.pos,
+        };
+        source = {
+          name,
+          description: `table ${spec.name}`,
+          columns: new Map(spec.columns.map((c) => [c.name, { json: c.json === true }])),
+          types: new Map(spec.columns.map((c) => [c.name, c.type])),
+          eventPerson: spec.name === 'events',
+        };
+        break;
+      }
+    }
+    if (source.name !== null && scope.source(source.name)) {
+      throw new QueryResolveError(
+        `two tables of this FROM are called ${shown(source.name)}; give one of them another alias`,
+        t.pos,
+      );
+    }
+    scope.sources.push(source);
+    return rewritten;
+  }
+
+  private join(j: Join, scope: Scope): Join {
+    const table = this.tableExpr(j.table, scope);
+    const joined = scope.sources.at(-1)!;
+    for (const name of j.using ?? []) {
+      const earlier = scope.sources.slice(0, -1).some((s) => s.columns.has(name));
+      if (!joined.columns.has(name) || !earlier) {
+        throw new QueryResolveError(
+          `USING ${shown(name)}: the column must be in the joined table and in a table before it`,
+          j.pos,
+        );
+      }
+    }
+    return { ...j, table, on: j.on && this.expr(j.on, scope) };
+  }
+
+  private arrayJoin(j: ArrayJoin, scope: Scope): ArrayJoin {
+    return {
+      ...j,
+      items: j.items.map((i) =>
+        i.kind === 'alias' ? { ...i, expr: this.expr(i.expr, scope) } : this.expr(i, scope),
+      ),
+    };
+  }
+
+  // ---------------------------------------------------------------------------------------- columns
+
+  private column(c: ColumnExpr, scope: Scope, out: OutColumn[]): ColumnExpr {
+    if (c.kind === 'alias') {
+      const expr = this.expr(c.expr, scope);
+      out.push({ name: c.alias, info: this.infoOf(expr) });
+      return { ...c, expr };
+    }
+    if (c.kind === 'star') {
+      const sources = c.table === null ? scope.sources : [this.starSource(c.table, scope, c.pos)];
+      if (sources.length === 0) throw new QueryResolveError("'*' needs a FROM clause", c.pos);
+      for (const s of sources) for (const [name, info] of s.columns) out.push({ name, info });
+      return c;
+    }
+    const expr = this.expr(c, scope);
+    out.push({ name: columnName(c, expr), info: this.infoOf(expr) });
+    return expr;
+  }
+
+  private starSource(table: readonly string[], scope: Scope, pos: Span | undefined): Source {
+    const source = table.length === 1 ? scope.source(table[0]!) : undefined;
+    if (!source) {
+      throw new QueryResolveError(`${shown(table.join('.'))}.* names no table of this FROM clause`, pos);
+    }
+    return source;
+  }
+
+  private infoOf(expr: Expr): ColumnInfo {
+    const ref = this.#json.get(expr);
+    return ref !== undefined && ref.keys.length === 0 ? { json: true } : PLAIN;
+  }
+
+  // ------------------------------------------------------------------------------------ expressions
+
+  private exprs(list: readonly Expr[], scope: Scope): Expr[] {
+    return list.map((e) => this.expr(e, scope));
+  }
+
+  private orderItems(items: readonly OrderItem[], scope: Scope): OrderItem[] {
+    return items.map((o) => ({ ...o, expr: this.expr(o.expr, scope) }));
+  }
+
+  private windowSpec(w: WindowSpec, scope: Scope): WindowSpec {
+    return {
+      ...w,
+      partitionBy: w.partitionBy && this.exprs(w.partitionBy, scope),
+      orderBy: w.orderBy && this.orderItems(w.orderBy, scope),
+      frame: w.frame && {
+        ...w.frame,
+        start: { ...w.frame.start, offset: w.frame.start.offset && this.expr(w.frame.start.offset, scope) },
+        end: w.frame.end && {
+          ...w.frame.end,
+          offset: w.frame.end.offset && this.expr(w.frame.end.offset, scope),
+        },
+      },
+    };
+  }
+
+  expr(e: Expr, scope: Scope): Expr {
+    switch (e.kind) {
+      case 'number':
+      case 'string':
+      case 'boolean':
+      case 'null':
+        return e;
+      case 'placeholder':
+        this.variables.add(e.name);
+        return e;
+      case 'field':
+        return this.field(e, scope);
+      case 'star':
+        throw new QueryResolveError(
+          "'*' stands only for all columns (SELECT *, SELECT t.*) or in count(*)",
+          e.pos,
+        );
+      case 'call':
+        return this.call(e, scope);
+      case 'lambda': {
+        scope.lambdas.push(new Set(e.params));
+        try {
+          return { ...e, body: this.expr(e.body, scope) };
+        } finally {
+          scope.lambdas.pop();
+        }
+      }
+      case 'array':
+      case 'tuple':
+        return { ...e, items: this.exprs(e.items, scope) };
+      case 'index':
+        return this.index(e.object, e.index, e, scope);
+      case 'tupleAccess': {
+        const object = this.expr(e.object, scope);
+        const ref = this.#json.get(object);
+        if (ref === undefined) return { ...e, object };
+        if (typeof e.element === 'number') {
+          throw new QueryResolveError(
+            `a JSON value has no element ${e.element}; write ['${e.element}'] for a key`,
+            e.pos,
+          );
+        }
+        return this.extract({ column: ref.column, keys: [...ref.keys, str(e.element)] }, e.pos);
+      }
+      case 'binary':
+        return { ...e, left: this.expr(e.left, scope), right: this.inRight(e.op, e.right, scope) };
+      case 'and':
+      case 'or':
+      case 'concat':
+        return { ...e, operands: this.exprs(e.operands, scope) };
+      case 'not':
+      case 'negate':
+      case 'isNull':
+        return { ...e, operand: this.expr(e.operand, scope) };
+      case 'between':
+        return {
+          ...e,
+          expr: this.expr(e.expr, scope),
+          low: this.expr(e.low, scope),
+          high: this.expr(e.high, scope),
+        };
+      case 'ternary':
+        return {
+          ...e,
+          condition: this.expr(e.condition, scope),
+          whenTrue: this.expr(e.whenTrue, scope),
+          whenFalse: this.expr(e.whenFalse, scope),
+        };
+      case 'case':
+        return {
+          ...e,
+          subject: e.subject && this.expr(e.subject, scope),
+          branches: e.branches.map((b) => ({
+            ...b,
+            when: this.expr(b.when, scope),
+            result: this.expr(b.result, scope),
+          })),
+          otherwise: e.otherwise && this.expr(e.otherwise, scope),
+        };
+      case 'interval':
+        return { ...e, value: this.expr(e.value, scope) };
+      case 'cast':
+        return { ...e, expr: this.expr(e.expr, scope) };
+      case 'subquery':
+        return { ...e, query: this.query(e.query, new Scope(scope)).query };
+    }
+  }
+
+  /** The right side of IN: a bare name there would be read by ClickHouse as a table, so say what to write. */
+  private inRight(op: string, right: Expr, scope: Scope): Expr {
+    if ((op === 'in' || op === 'notIn') && right.kind === 'field' && right.chain.length === 1) {
+      const name = right.chain[0]!;
+      if (scope.cte(name) || tableSpec(name)) {
+        throw new QueryResolveError(
+          `IN takes a list or a subquery: write IN (SELECT … FROM ${name})`,
+          right.pos,
+        );
+      }
+    }
+    return this.expr(right, scope);
+  }
+
+  private index(objectNode: Expr, indexNode: Expr, e: Expr, scope: Scope): Expr {
+    const object = this.expr(objectNode, scope);
+    const index = this.expr(indexNode, scope);
+    const ref = this.#json.get(object);
+    if (ref !== undefined) return this.extract({ column: ref.column, keys: [...ref.keys, index] }, e.pos);
+    return { kind: 'index', object, index, pos: e.pos };
+  }
+
+  private call(e: Expr & { kind: 'call' }, scope: Scope): Expr {
+    const kind = functionKind(e.name);
+    if (kind === undefined) {
+      const hint = REFUSED_HINTS[e.name.toLowerCase()];
+      throw new QueryResolveError(
+        hint
+          ? `function ${shown(e.name)} is not allowed: ${hint}`
+          : `unknown function ${shown(e.name)} (or one a query may not call)`,
+        e.pos,
+      );
+    }
+    if (e.over !== null && kind === 'scalar') {
+      throw new QueryResolveError(
+        `${shown(e.name)} is not an aggregate or window function: it takes no OVER`,
+        e.pos,
+      );
+    }
+    if (e.over?.kind === 'windowRef' && !scope.windows.has(e.over.name)) {
+      throw new QueryResolveError(
+        `no window ${shown(e.over.name)} is defined in this query's WINDOW clause`,
+        e.over.pos,
+      );
+    }
+    const isCountStar =
+      e.name.toLowerCase() === 'count' &&
+      e.args.length === 1 &&
+      e.args[0]!.kind === 'star' &&
+      e.args[0].table === null;
+    let args = isCountStar ? e.args : this.exprs(e.args, scope);
+    if (TIMED_AGGREGATES.has(baseName(e.name)) && args.length > 0) {
+      // These take a DateTime (or an unsigned number of seconds), not the DateTime64 `timestamp` is.
+      args = [call('toDateTime', [args[0]!]), ...args.slice(1)];
+    }
+    return {
+      ...e,
+      params: e.params && this.exprs(e.params, scope),
+      args,
+      over: e.over?.kind === 'windowSpec' ? this.windowSpec(e.over, scope) : e.over,
+    };
+  }
+
+  private field(node: Field, scope: Scope): Expr {
+    const [head, ...rest] = node.chain as [string, ...string[]];
+    if (scope.isLambdaParam(head)) return node;
+    if (rest.length > 0) {
+      const source = scope.source(head);
+      if (source) return this.columnRef(source, [head], rest[0]!, rest.slice(1), node);
+    }
+    const owner = scope.sources.find((s) => s.columns.has(head) || (head === 'person' && s.eventPerson));
+    if (owner) return this.columnRef(owner, [], head, rest, node);
+    if (scope.isValue(head)) return node;
+    throw unknownColumn(node, scope);
+  }
+
+  private columnRef(source: Source, qualifier: string[], name: string, rest: string[], node: Field): Expr {
+    if (name === 'person' && source.eventPerson && !source.columns.has(name)) {
+      const [part, ...more] = rest;
+      const target = part === undefined ? undefined : personField(part);
+      if (target === undefined) {
+        throw new QueryResolveError(
+          part === undefined
+            ? "'person' is not a column: write person.properties.<key>, person.properties or person_id"
+            : `the person of an event has properties and id; there is no person.${part}`,
+          node.pos,
+        );
+      }
+      return this.columnRef(source, qualifier, target, more, node);
+    }
+    const info = source.columns.get(name);
+    if (info === undefined) {
+      throw new QueryResolveError(
+        `${source.description} has no column ${shown(name)}; its columns are ${listed([...source.columns.keys()])}`,
+        node.pos,
+      );
+    }
+    const field: Field = { kind: 'field', chain: [...qualifier, name], pos: node.pos };
+    if (info.json) {
+      const ref: JsonRef = { column: field, keys: rest.map(str) };
+      if (rest.length > 0) return this.extract(ref, node.pos);
+      this.#json.set(field, ref);
+      return field;
+    }
+    if (rest.length === 0) return field;
+    const type = source.types.get(name);
+    if (type !== undefined) {
+      throw new QueryResolveError(
+        `${shown(name)} is a ${type}, not JSON: it has no field ${shown(rest[0]!)}`,
+        node.pos,
+      );
+    }
+    // An element of a tuple column of a subquery or CTE.
+    return { kind: 'field', chain: [...qualifier, name, ...rest], pos: node.pos };
+  }
+
+  private extract(ref: JsonRef, pos: Span | undefined): Expr {
+    const extraction: Expr = {
+      ...call('JSONExtract', [ref.column, ...ref.keys, str('Nullable(String)')]),
+      pos,
+    };
+    this.#json.set(extraction, ref);
+    return extraction;
+  }
+}
+
+function str(value: string): Expr {
+  return { kind: 'string', value };
+}
+
+function call(name: string, args: Expr[]): Expr {
+  return { kind: 'call', name, params: null, args, distinct: false, over: null };
+}
+
+function personField(part: string): string | undefined {
+  return Object.hasOwn(EVENT_PERSON_FIELDS, part) ? EVENT_PERSON_FIELDS[part] : undefined;
+}
+
+function columnMap(columns: readonly OutColumn[]): Map<string, ColumnInfo> {
+  const map = new Map<string, ColumnInfo>();
+  for (const c of columns) if (!map.has(c.name)) map.set(c.name, c.info);
+  return map;
+}
+
+function derivedSource(name: string | null, description: string, columns: readonly OutColumn[]): Source {
+  return { name, description, columns: columnMap(columns), types: new Map(), eventPerson: false };
+}
+
+/**
+ * The name of an unaliased column: a plain column keeps its name (`e.event` is `event`, as ClickHouse names
+ * it), anything else is its dialect text (`count()`, `properties.$browser`).
+ */
+function columnName(original: Expr, rewritten: Expr): string {
+  if (original.kind === 'field' && rewritten.kind === 'field') return rewritten.chain.at(-1)!;
+  return printDialectExpr(original);
+}
+
+function unknownTable(name: string, pos: Span | undefined): QueryResolveError {
+  const near = [...TABLES.keys()].find((t) => t.toLowerCase() === name.toLowerCase());
+  const hint = near ? `; did you mean ${shown(near)}?` : `; the tables are ${TABLE_NAMES}`;
+  return new QueryResolveError(`unknown table ${shown(name)}${hint}`, pos);
+}
+
+function unknownColumn(node: Field, scope: Scope): QueryResolveError {
+  const name = node.chain[0]!;
+  const known = new Set<string>();
+  for (const s of scope.sources) for (const c of s.columns.keys()) known.add(c);
+  for (const a of scope.aliases) known.add(a);
+  const near = [...known].find((k) => k.toLowerCase() === name.toLowerCase());
+  let reason = `unknown column ${shown(name)}`;
+  if (near) reason += `; did you mean ${shown(near)}?`;
+  else if (scope.outerHas(name))
+    reason +=
+      ': a subquery cannot use the columns of the query around it (correlated subqueries are not supported)';
+  else if (scope.sources.length === 0) reason += ' (this SELECT has no FROM clause)';
+  else reason += `; the columns here are ${listed([...known])}`;
+  return new QueryResolveError(reason, node.pos);
+}

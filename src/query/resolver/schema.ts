@@ -1,0 +1,134 @@
+/**
+ * The tables a query in the dialect can name (DESIGN.md, "The SQL dialect"), and what each one reads in the
+ * store (src/store/migrations.ts). A query never reaches a store table directly: the printer replaces each
+ * reference with a subquery over the store table, confined to the caller's project and deduplicated, that
+ * shows exactly the columns listed here. Store bookkeeping (`_inserted_at`, `version`, `is_deleted`) is hidden.
+ */
+
+/** How a column is read. `json`: a String of JSON whose keys `col.key` / `col['key']` reach. */
+export interface ColumnSpec {
+  readonly name: string;
+  /** The ClickHouse type, for messages and the README. */
+  readonly type: string;
+  readonly json?: boolean;
+  /** The store expression when it is not the column of the same name. */
+  readonly source?: string;
+}
+
+export interface TableSpec {
+  readonly name: string;
+  /** The table in the store (in the store's database). */
+  readonly storeTable: string;
+  readonly columns: readonly ColumnSpec[];
+  /**
+   * Read with FINAL: the table is a ReplacingMergeTree, and only the newest version of a row may be seen
+   * (a retried event's copy, a person's older versions).
+   */
+  readonly final: boolean;
+  /** A filter applied after FINAL: what the newest version must be to count (not deleted). */
+  readonly filter?: string;
+  readonly description: string;
+}
+
+const TS = "DateTime64(6, 'UTC')";
+
+const EVENTS: TableSpec = {
+  name: 'events',
+  storeTable: 'events',
+  final: true,
+  description: 'one row per captured event',
+  columns: [
+    { name: 'project_id', type: 'UInt64' },
+    { name: 'uuid', type: 'UUID' },
+    { name: 'event', type: 'String' },
+    { name: 'distinct_id', type: 'String' },
+    { name: 'person_id', type: 'UUID' },
+    { name: 'timestamp', type: TS },
+    { name: 'properties', type: 'String', json: true },
+    { name: 'person_properties', type: 'String', json: true },
+    { name: 'person_mode', type: 'LowCardinality(String)' },
+    { name: '$group_0', type: 'String' },
+    { name: '$group_1', type: 'String' },
+    { name: '$group_2', type: 'String' },
+    { name: '$group_3', type: 'String' },
+    { name: '$group_4', type: 'String' },
+    { name: 'created_at', type: TS },
+  ],
+};
+
+const PERSONS: TableSpec = {
+  name: 'persons',
+  storeTable: 'persons',
+  final: true,
+  filter: 'is_deleted = 0',
+  description: 'the current version of each person (merged-away persons are gone)',
+  columns: [
+    { name: 'project_id', type: 'UInt64' },
+    { name: 'id', type: 'UUID' },
+    { name: 'properties', type: 'String', json: true },
+    { name: 'is_identified', type: 'UInt8' },
+    { name: 'created_at', type: TS },
+  ],
+};
+
+const PERSON_DISTINCT_IDS: TableSpec = {
+  name: 'person_distinct_ids',
+  storeTable: 'person_distinct_ids',
+  final: true,
+  filter: 'is_deleted = 0',
+  description: 'which person each distinct id belongs to now',
+  columns: [
+    { name: 'project_id', type: 'UInt64' },
+    { name: 'distinct_id', type: 'String' },
+    { name: 'person_id', type: 'UUID' },
+  ],
+};
+
+const GROUPS: TableSpec = {
+  name: 'groups',
+  storeTable: 'groups',
+  final: true,
+  description: 'the current version of each group',
+  columns: [
+    { name: 'project_id', type: 'UInt64' },
+    { name: 'group_type_index', type: 'UInt8' },
+    { name: 'group_type', type: 'String' },
+    { name: 'group_key', type: 'String' },
+    { name: 'properties', type: 'String', json: true },
+    // PostHog's ClickHouse column name, so queries written against PostHog read the same.
+    { name: 'group_properties', type: 'String', json: true, source: 'properties' },
+    { name: 'created_at', type: TS },
+  ],
+};
+
+const INGESTION_WARNINGS: TableSpec = {
+  name: 'ingestion_warnings',
+  storeTable: 'ingestion_warnings',
+  final: false,
+  description: 'what ingestion dropped or changed, and why',
+  columns: [
+    { name: 'project_id', type: 'UInt64' },
+    { name: 'type', type: 'LowCardinality(String)' },
+    { name: 'source', type: 'LowCardinality(String)' },
+    { name: 'details', type: 'String', json: true },
+    { name: 'timestamp', type: TS },
+  ],
+};
+
+export const TABLES: ReadonlyMap<string, TableSpec> = new Map(
+  [EVENTS, PERSONS, PERSON_DISTINCT_IDS, GROUPS, INGESTION_WARNINGS].map((t) => [t.name, t]),
+);
+
+/** The table of this name, matched as ClickHouse matches table names (case-sensitively). */
+export function tableSpec(name: string): TableSpec | undefined {
+  return TABLES.get(name);
+}
+
+/**
+ * `person` on `events`: the person as the event saw it (person-on-events). `person.properties` is the
+ * `person_properties` column, `person.id` the `person_id` column.
+ */
+export const EVENT_PERSON_FIELDS: Readonly<Record<string, string>> = {
+  properties: 'person_properties',
+  id: 'person_id',
+};

@@ -1,0 +1,70 @@
+/** Calling the query API of a test Weir. */
+import { PERSONAL_API_KEY, request, type HttpResult, type TestWeir } from './weir.ts';
+
+export interface QueryBody {
+  results: unknown[][];
+  columns: string[];
+  types: string[];
+  hogql: string;
+  clickhouse: string;
+  timings: { k: string; t: number }[];
+}
+
+export interface QueryOptions {
+  readonly project?: number;
+  readonly key?: string;
+  readonly variables?: Record<string, unknown>;
+  /** `projects` or `environments`. */
+  readonly prefix?: string;
+}
+
+export function queryApi(w: TestWeir, sql: string, options: QueryOptions = {}): Promise<HttpResult> {
+  const query: Record<string, unknown> = { kind: 'HogQLQuery', query: sql };
+  if (options.variables) query['variables'] = options.variables;
+  return rawQuery(w, { query }, options);
+}
+
+export function rawQuery(w: TestWeir, body: unknown, options: QueryOptions = {}): Promise<HttpResult> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  const key = options.key ?? PERSONAL_API_KEY;
+  if (key) headers['authorization'] = `Bearer ${key}`;
+  return request(`${w.url}/api/${options.prefix ?? 'projects'}/${options.project ?? 1}/query/`, {
+    method: 'POST',
+    headers,
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+/** The results of a query that must succeed. */
+export async function rows(w: TestWeir, sql: string, options: QueryOptions = {}): Promise<unknown[][]> {
+  return (await ok(w, sql, options)).results;
+}
+
+export async function ok(w: TestWeir, sql: string, options: QueryOptions = {}): Promise<QueryBody> {
+  const res = await queryApi(w, sql, options);
+  if (res.status !== 200) throw new Error(`query failed: ${res.status} ${res.text}\n${sql}`);
+  return res.json as QueryBody;
+}
+
+export async function createProject(w: TestWeir, name: string): Promise<number> {
+  const res = await request(`${w.url}/api/projects/`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${PERSONAL_API_KEY}` },
+    body: JSON.stringify({ name }),
+  });
+  if (res.status !== 201) throw new Error(`create project: ${res.status} ${res.text}`);
+  return (res.json as { id: number }).id;
+}
+
+export async function createKey(
+  w: TestWeir,
+  body: { scopes: string[]; projects: number[] | '*'; label?: string },
+): Promise<{ id: string; value: string }> {
+  const res = await request(`${w.url}/api/personal_api_keys/`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${PERSONAL_API_KEY}` },
+    body: JSON.stringify({ label: 'test', ...body }),
+  });
+  if (res.status !== 201) throw new Error(`create key: ${res.status} ${res.text}`);
+  return res.json as { id: string; value: string };
+}
