@@ -1,14 +1,17 @@
 import uWS from 'uWebSockets.js';
+import { registerManagementRoutes } from '../api/management-routes.ts';
+import { registerQueryRoutes } from '../api/query-routes.ts';
 import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
+import { InFlight } from '../http/in-flight.ts';
 import { consumeBus, openDataDir, startIngest, type Weir } from './owner.ts';
 import { serveRole } from './serve.ts';
 import { Teardown } from './teardown.ts';
 
 /**
- * `weir ingest`: consumes the JetStream lanes into ingest and the store it owns, with `/_health`, `/_ready`
- * and `/metrics` on its own port. With the embedded chDB store one ingest process owns the data directory
+ * `weir ingest`: consumes the JetStream lanes into ingest and the store it owns, with `/_health`, `/_ready`,
+ * `/metrics` and the query and management APIs (`/api/…`) on its own port. With the embedded chDB store one ingest process owns the data directory
  * (and the catalog that `weir capture` processes read).
  */
 export async function startIngestRole(config: Config, logger: Logger): Promise<Weir> {
@@ -23,10 +26,14 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
     const consumers = await consumeBus({ ...config, natsUrl }, { ingest, metrics, logger }, teardown);
 
     const app = uWS.App();
+    // The process that owns the store and the catalog also answers the query and management APIs.
+    const inFlight = new InFlight();
+    registerManagementRoutes(app, { catalog, inFlight, logger });
+    registerQueryRoutes(app, { catalog, store, inFlight, logger });
     const served = await serveRole(
       app,
       config,
-      { metrics, logger, isReady: () => consumers.isReady() },
+      { metrics, logger, inFlight, isReady: () => consumers.isReady() },
       teardown,
       {
         message: 'weir ingest is ready',

@@ -19,7 +19,7 @@ import {
   waitStreamDrained,
   type RoleProcess,
 } from '../helpers/roles.ts';
-import { PROJECT_API_KEY, post, tempDir, waitFor } from '../helpers/weir.ts';
+import { PERSONAL_API_KEY, PROJECT_API_KEY, post, tempDir, waitFor } from '../helpers/weir.ts';
 
 const nats = await startNatsServer();
 t.teardown(() => nats.close());
@@ -99,6 +99,31 @@ t.test('the posthog-node SDK through capture A lands in the store ingest owns', 
   );
   const published = metricValue(await a.metrics(), 'weir_bus_published_messages_total');
   t.ok(published >= 1, `capture published micro-batches (${published} messages)`);
+});
+
+t.test('the query API on the ingest process answers over what captures sent', async (t) => {
+  // The SDK's 50 events went through capture A and JetStream; ingest owns the store and answers queries.
+  const rows = await waitFor(
+    async () => {
+      const res = await fetch(`${ingest.url}/api/projects/1/query/`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${PERSONAL_API_KEY}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          query: {
+            kind: 'HogQLQuery',
+            query: 'SELECT count() FROM events WHERE event = {variables.name}',
+            variables: { name: 'sdk via roles' },
+          },
+        }),
+      });
+      t.equal(res.status, 200);
+      const body = (await res.json()) as { results: unknown[][] };
+      return Number(body.results[0]![0]) === 50 ? body.results : undefined;
+    },
+    30_000,
+    'the 50 SDK events to be counted by the query API',
+  );
+  t.same(rows, [[50]]);
 });
 
 t.test('two capture processes feed one ingest', async (t) => {
