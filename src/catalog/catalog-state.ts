@@ -1,4 +1,5 @@
-import type { PersonalApiKey, Project } from '../core/ports.ts';
+import type { Endpoint, EndpointChange, EndpointVersion, PersonalApiKey, Project } from '../core/ports.ts';
+import { AppError } from '../errors/app-error.ts';
 import { hashKey } from './keys.ts';
 
 /** A personal API key as stored: the record plus the SHA-256 of its value (never the value). */
@@ -12,6 +13,8 @@ export interface CatalogSnapshot {
   readonly nextProjectId: number;
   readonly projects: readonly Project[];
   readonly personalApiKeys: readonly StoredPersonalApiKey[];
+  /** Every project's endpoints, oldest first (absent in files written before endpoints existed). */
+  readonly endpoints: readonly Endpoint[];
 }
 
 /**
@@ -24,26 +27,41 @@ export class CatalogState {
   readonly #byId: ReadonlyMap<number, Project>;
   readonly #keyByHash: ReadonlyMap<string, StoredPersonalApiKey>;
   readonly #keyById: ReadonlyMap<string, StoredPersonalApiKey>;
+  /** Endpoints by `projectId/name`, and each project's in order. */
+  readonly #endpointByName: ReadonlyMap<string, Endpoint>;
+  readonly #endpointsOf: ReadonlyMap<number, readonly Endpoint[]>;
 
   constructor(readonly snapshot: CatalogSnapshot) {
     this.#byToken = new Map(snapshot.projects.map((p) => [p.apiToken, p]));
     this.#byId = new Map(snapshot.projects.map((p) => [p.id, p]));
     this.#keyByHash = new Map(snapshot.personalApiKeys.map((k) => [k.valueHash, k]));
     this.#keyById = new Map(snapshot.personalApiKeys.map((k) => [k.id, k]));
+    this.#endpointByName = new Map(snapshot.endpoints.map((e) => [endpointKey(e.projectId, e.name), e]));
+    const of = new Map<number, Endpoint[]>();
+    for (const e of snapshot.endpoints) {
+      const list = of.get(e.projectId);
+      if (list) list.push(e);
+      else of.set(e.projectId, [e]);
+    }
+    this.#endpointsOf = of;
   }
 
-  /** Reads a snapshot written by this or an earlier version (older files lack `createdBy` and `revokedAt`). */
+  /**
+   * Reads a snapshot written by this or an earlier version (older files lack `createdBy` and `revokedAt` on
+   * keys, and `endpoints`).
+   */
   static fromJson(text: string): CatalogState {
-    const raw = JSON.parse(text) as CatalogSnapshot;
+    const raw = JSON.parse(text) as Partial<CatalogSnapshot> & Pick<CatalogSnapshot, 'nextProjectId'>;
     return new CatalogState({
       version: 1,
       nextProjectId: raw.nextProjectId,
-      projects: raw.projects,
-      personalApiKeys: raw.personalApiKeys.map((k) => ({
+      projects: raw.projects ?? [],
+      personalApiKeys: (raw.personalApiKeys ?? []).map((k) => ({
         ...k,
         createdBy: k.createdBy ?? null,
         revokedAt: k.revokedAt ?? null,
       })),
+      endpoints: raw.endpoints ?? [],
     });
   }
 
@@ -107,4 +125,89 @@ export class CatalogState {
     );
     return new CatalogState({ ...this.snapshot, personalApiKeys });
   }
+
+  endpoint(projectId: number, name: string): Endpoint | undefined {
+    return this.#endpointByName.get(endpointKey(projectId, name));
+  }
+
+  endpointsOf(projectId: number): readonly Endpoint[] {
+    return this.#endpointsOf.get(projectId) ?? [];
+  }
+
+  /** Adds an endpoint; AppError `endpoint_exists` when its project already has one of that name. */
+  withEndpoint(endpoint: Endpoint): CatalogState {
+    if (!this.#byId.has(endpoint.projectId)) throw new Error(`no project ${endpoint.projectId}`);
+    if (this.#endpointByName.has(endpointKey(endpoint.projectId, endpoint.name))) {
+      throw nameTaken(endpoint.projectId, endpoint.name);
+    }
+    return new CatalogState({ ...this.snapshot, endpoints: [...this.snapshot.endpoints, endpoint] });
+  }
+
+  /**
+   * Applies `change` to an endpoint at time `at`; undefined when there is no such endpoint. A version's query
+   * and variables are never changed here: a changed query is a new version.
+   */
+  withEndpointChanged(
+    projectId: number,
+    name: string,
+    change: EndpointChange,
+    at: string,
+  ): { state: CatalogState; endpoint: Endpoint } | undefined {
+    const current = this.endpoint(projectId, name);
+    if (!current) return undefined;
+    if (change.name !== undefined && change.name !== name && this.endpoint(projectId, change.name)) {
+      throw nameTaken(projectId, change.name);
+    }
+    let versions = current.versions;
+    const target = change.version;
+    if (target !== undefined) {
+      const old = versions[target.version - 1];
+      if (!old) throw new Error(`endpoint ${name} has no version ${target.version}`);
+      const updated: EndpointVersion = {
+        ...old,
+        isActive: target.isActive ?? old.isActive,
+        isMaterialized: target.isMaterialized ?? old.isMaterialized,
+      };
+      versions = versions.map((v) => (v === old ? updated : v));
+    }
+    if (change.newVersion !== undefined) {
+      versions = [
+        ...versions,
+        { ...change.newVersion, version: versions.length + 1, isActive: true, createdAt: at },
+      ];
+    }
+    const endpoint: Endpoint = {
+      ...current,
+      name: change.name ?? current.name,
+      description: change.description ?? current.description,
+      cacheAgeSeconds: change.cacheAgeSeconds ?? current.cacheAgeSeconds,
+      isActive: change.isActive ?? current.isActive,
+      syncFrequency: change.syncFrequency ?? current.syncFrequency,
+      versions,
+      updatedAt: at,
+    };
+    const endpoints = this.snapshot.endpoints.map((e) => (e === current ? endpoint : e));
+    return { state: new CatalogState({ ...this.snapshot, endpoints }), endpoint };
+  }
+
+  /** Undefined when there is no such endpoint. */
+  withoutEndpoint(projectId: number, name: string): CatalogState | undefined {
+    const current = this.endpoint(projectId, name);
+    if (!current) return undefined;
+    return new CatalogState({
+      ...this.snapshot,
+      endpoints: this.snapshot.endpoints.filter((e) => e !== current),
+    });
+  }
+}
+
+function endpointKey(projectId: number, name: string): string {
+  return `${projectId}/${name}`;
+}
+
+function nameTaken(projectId: number, name: string): AppError {
+  return new AppError('endpoint_exists', {
+    detail: `Project ${projectId} already has an endpoint named '${name}'.`,
+    attr: 'name',
+  });
 }

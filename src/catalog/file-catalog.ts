@@ -2,7 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Catalog, NewPersonalApiKey, PersonalApiKey, Project } from '../core/ports.ts';
+import type {
+  Catalog,
+  Endpoint,
+  EndpointChange,
+  NewEndpoint,
+  NewPersonalApiKey,
+  PersonalApiKey,
+  Project,
+} from '../core/ports.ts';
 import { CatalogState, type CatalogSnapshot, type StoredPersonalApiKey } from './catalog-state.ts';
 import { generateKey, hashKey, maskKey } from './keys.ts';
 
@@ -67,6 +75,7 @@ export class FileCatalog implements Catalog {
           revokedAt: null,
         },
       ],
+      endpoints: [],
     });
     await writeAtomically(path, state.snapshot);
     return new FileCatalog(path, state, {
@@ -140,6 +149,63 @@ export class FileCatalog implements Catalog {
   revokePersonalKey(id: string): Promise<boolean> {
     return this.#change((state) => {
       const next = state.withKeyRevoked(id, new Date().toISOString());
+      return { next, result: next !== undefined };
+    });
+  }
+
+  endpoint(projectId: number, name: string): Endpoint | undefined {
+    return this.#state.endpoint(projectId, name);
+  }
+
+  listEndpoints(projectId: number): readonly Endpoint[] {
+    return this.#state.endpointsOf(projectId);
+  }
+
+  createEndpoint(projectId: number, input: NewEndpoint): Promise<Endpoint> {
+    const now = new Date().toISOString();
+    const endpoint: Endpoint = {
+      id: randomUUID(),
+      projectId,
+      name: input.name,
+      description: input.description,
+      cacheAgeSeconds: input.cacheAgeSeconds,
+      isActive: input.isActive,
+      syncFrequency: input.syncFrequency,
+      createdAt: now,
+      updatedAt: now,
+      versions: [
+        {
+          version: 1,
+          query: input.query,
+          variables: input.variables,
+          isActive: true,
+          isMaterialized: input.isMaterialized,
+          createdAt: now,
+          createdBy: input.createdBy,
+        },
+      ],
+    };
+    return this.#change((state) => ({ next: state.withEndpoint(endpoint), result: endpoint }));
+  }
+
+  updateEndpoint(
+    projectId: number,
+    name: string,
+    decide: (current: Endpoint) => EndpointChange,
+  ): Promise<Endpoint | undefined> {
+    return this.#change((state) => {
+      const current = state.endpoint(projectId, name);
+      if (!current) return { next: undefined, result: undefined };
+      const change = decide(current);
+      if (Object.values(change).every((v) => v === undefined)) return { next: undefined, result: current };
+      const changed = state.withEndpointChanged(projectId, name, change, new Date().toISOString());
+      return { next: changed?.state, result: changed?.endpoint };
+    });
+  }
+
+  deleteEndpoint(projectId: number, name: string): Promise<boolean> {
+    return this.#change((state) => {
+      const next = state.withoutEndpoint(projectId, name);
       return { next, result: next !== undefined };
     });
   }

@@ -131,8 +131,106 @@ export interface NewPersonalApiKey {
   readonly createdBy: string | null;
 }
 
+/** The types a SQL endpoint's variable can be declared with (SPEC §4). */
+export type VariableType = 'string' | 'number' | 'boolean' | 'date' | 'datetime' | 'list';
+export const VARIABLE_TYPES: readonly VariableType[] = [
+  'string',
+  'number',
+  'boolean',
+  'date',
+  'datetime',
+  'list',
+];
+
+/** A declared variable of a SQL endpoint: `{"browser": {"type": "string"}}`. */
+export interface VariableDeclaration {
+  readonly type: VariableType;
+}
+
+/** How often a materialized endpoint version is refreshed (SPEC §4). */
+export type SyncFrequency = '5min' | '1hour' | '6hour' | '12hour' | '24hour' | '7day';
+export const SYNC_FREQUENCIES: readonly SyncFrequency[] = [
+  '5min',
+  '1hour',
+  '6hour',
+  '12hour',
+  '24hour',
+  '7day',
+];
+
+/** The query an endpoint runs. SQL-based for now; insight kinds join this union later. */
+export interface HogQLEndpointQuery {
+  readonly kind: 'HogQLQuery';
+  /** The SQL text, in the dialect of DESIGN.md. */
+  readonly query: string;
+}
+export type EndpointQuery = HogQLEndpointQuery;
+
+/** One version of an endpoint. What it runs and accepts (query, variables) never changes once made. */
+export interface EndpointVersion {
+  /** 1, 2, …: the n-th version is `versions[n - 1]`. */
+  readonly version: number;
+  readonly query: EndpointQuery;
+  /** Declared types by variable name; a placeholder without a declaration is typed by its value. */
+  readonly variables: Readonly<Record<string, VariableDeclaration>>;
+  /** An inactive version does not run (404), while the endpoint's other versions do. */
+  readonly isActive: boolean;
+  readonly isMaterialized: boolean;
+  readonly createdAt: string;
+  /** The personal API key that made it, or null. */
+  readonly createdBy: string | null;
+}
+
+/** A named, saved query of a project (SPEC §4), with its versions. */
+export interface Endpoint {
+  /** Opaque, stable across renames and versions. */
+  readonly id: string;
+  readonly projectId: number;
+  /** Unique in the project; the path segment that addresses it. */
+  readonly name: string;
+  readonly description: string;
+  /** How long a run's result may be served from the cache. */
+  readonly cacheAgeSeconds: number;
+  /** An inactive endpoint does not run, whatever the version (404). */
+  readonly isActive: boolean;
+  readonly syncFrequency: SyncFrequency;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  /** Oldest first; never empty, never shortened. The newest is the current version. */
+  readonly versions: readonly EndpointVersion[];
+}
+
+export interface NewEndpoint {
+  readonly name: string;
+  readonly description: string;
+  readonly cacheAgeSeconds: number;
+  readonly isActive: boolean;
+  readonly syncFrequency: SyncFrequency;
+  readonly query: EndpointQuery;
+  readonly variables: Readonly<Record<string, VariableDeclaration>>;
+  readonly isMaterialized: boolean;
+  readonly createdBy: string | null;
+}
+
+/** What an update changes; an absent field stays as it is. */
+export interface EndpointChange {
+  readonly name?: string;
+  readonly description?: string;
+  readonly cacheAgeSeconds?: number;
+  readonly isActive?: boolean;
+  readonly syncFrequency?: SyncFrequency;
+  /** Adds a version after the newest (a changed query). */
+  readonly newVersion?: Omit<EndpointVersion, 'version' | 'createdAt' | 'isActive'>;
+  /** Changes the flags of an existing version. */
+  readonly version?: {
+    readonly version: number;
+    readonly isActive?: boolean;
+    readonly isMaterialized?: boolean;
+  };
+}
+
 /**
- * Projects and keys. Reads are synchronous and served from memory (capture's hot path and every API
+ * Projects, keys and endpoints. Reads are synchronous and served from memory (capture's hot path and every API
  * request's auth must not do I/O); changes are asynchronous and resolve once durable and visible to the
  * reads of this process. Changes never lose one another, however many run at once. A NATS KV adapter
  * fits the same shape: reads from a watched in-memory copy, changes as CAS writes on revision.
@@ -165,4 +263,26 @@ export interface Catalog extends ProjectKeys {
   createPersonalKey(input: NewPersonalApiKey): Promise<{ key: PersonalApiKey; value: string }>;
   /** Revokes a key at once; false when there is no such key or it was already revoked. */
   revokePersonalKey(id: string): Promise<boolean>;
+
+  /** The project's endpoint of this name, or undefined. */
+  endpoint(projectId: number, name: string): Endpoint | undefined;
+  /** The project's endpoints, oldest first. */
+  listEndpoints(projectId: number): readonly Endpoint[];
+  /**
+   * Makes an endpoint with its version 1. Rejects with AppError `endpoint_exists` when the project already
+   * has one of that name, however many creates race: exactly one of them wins.
+   */
+  createEndpoint(projectId: number, input: NewEndpoint): Promise<Endpoint>;
+  /**
+   * Applies the change `decide` makes of the newest state of the endpoint (so a change computed from what
+   * it replaces is never lost to a concurrent one); `decide` may throw to refuse. Undefined when there is no
+   * such endpoint. A rename to a name the project uses rejects with AppError `endpoint_exists`.
+   */
+  updateEndpoint(
+    projectId: number,
+    name: string,
+    decide: (current: Endpoint) => EndpointChange,
+  ): Promise<Endpoint | undefined>;
+  /** Deletes an endpoint and every version of it; false when there was none. */
+  deleteEndpoint(projectId: number, name: string): Promise<boolean>;
 }

@@ -94,6 +94,23 @@ export const ERROR_CODES = {
     type: 'validation_error',
     detail: 'The query went past a limit of the run (memory, result rows or bytes, query size).',
   },
+  // Endpoints (SPEC §4)
+  endpoint_exists: {
+    type: 'validation_error',
+    detail: 'The project already has an endpoint of this name.',
+  },
+  invalid_variables: {
+    type: 'validation_error',
+    detail: "An endpoint's variable declarations do not match the placeholders of its query.",
+  },
+  cannot_materialize: {
+    type: 'validation_error',
+    detail: 'This endpoint version cannot be materialized.',
+  },
+  direct_not_materialized: {
+    type: 'validation_error',
+    detail: "refresh 'direct' is only for a materialized endpoint version.",
+  },
   // Every route
   not_found: { type: 'not_found', detail: 'Nothing is here.' },
   method_not_allowed: { type: 'method_not_allowed', detail: 'This method is not allowed on this route.' },

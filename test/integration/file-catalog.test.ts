@@ -152,3 +152,70 @@ t.test('close waits for changes in progress', async (t) => {
   await pending;
   t.equal((await FileCatalog.open({ dataDir: dir, ...NO_ENV })).listProjects().length, 2);
 });
+
+const NEW_ENDPOINT = {
+  description: '',
+  cacheAgeSeconds: 300,
+  isActive: true,
+  syncFrequency: '24hour' as const,
+  query: { kind: 'HogQLQuery' as const, query: 'SELECT 1' },
+  variables: {},
+  isMaterialized: false,
+  createdBy: null,
+};
+
+t.test('endpoints: concurrent creates of one name, one wins; versions never lost; all on disk', async (t) => {
+  const { dir, catalog } = await fresh(t);
+  const racing = await Promise.allSettled(
+    Array.from({ length: 20 }, () => catalog.createEndpoint(1, { ...NEW_ENDPOINT, name: 'daily' })),
+  );
+  const won = racing.filter((r) => r.status === 'fulfilled');
+  t.equal(won.length, 1, 'exactly one create wins');
+  for (const r of racing) {
+    if (r.status === 'rejected') t.match(r.reason, { code: 'endpoint_exists', status: 400, attr: 'name' });
+  }
+  const others = await Promise.all(
+    Array.from({ length: 30 }, (_, i) => catalog.createEndpoint(1, { ...NEW_ENDPOINT, name: `e${i}` })),
+  );
+  t.equal(new Set(others.map((e) => e.id)).size, 30);
+
+  // 25 concurrent query changes, each deciding from the state it replaces: 25 new versions, none lost.
+  await Promise.all(
+    Array.from({ length: 25 }, (_, i) =>
+      catalog.updateEndpoint(1, 'daily', (current) => ({
+        newVersion: {
+          query: { kind: 'HogQLQuery', query: `SELECT ${i} -- after v${current.versions.length}` },
+          variables: {},
+          isMaterialized: false,
+          createdBy: null,
+        },
+      })),
+    ),
+  );
+  const daily = catalog.endpoint(1, 'daily')!;
+  t.same(
+    daily.versions.map((v) => v.version),
+    Array.from({ length: 26 }, (_, i) => i + 1),
+  );
+  t.same(
+    daily.versions.slice(1).map((v) => v.query.query),
+    Array.from({ length: 25 }, (_, i) => `SELECT ${i} -- after v${i + 1}`),
+    'each change saw the one before it',
+  );
+  t.equal(await catalog.updateEndpoint(1, 'nope', () => ({ description: 'x' })), undefined);
+  const same = await catalog.updateEndpoint(1, 'e0', () => ({}));
+  t.equal(same, catalog.endpoint(1, 'e0'), 'an empty change writes nothing');
+  await t.rejects(
+    catalog.updateEndpoint(1, 'e0', () => {
+      throw new Error('refused');
+    }),
+    /refused/,
+  );
+  t.equal(await catalog.deleteEndpoint(1, 'e1'), true);
+  t.equal(await catalog.deleteEndpoint(1, 'e1'), false);
+
+  const reopened = await FileCatalog.open({ dataDir: dir, ...NO_ENV });
+  t.same(reopened.listEndpoints(1), catalog.listEndpoints(1), 'endpoints and versions on disk');
+  t.equal(reopened.listEndpoints(1).length, 30);
+  t.same(reopened.listEndpoints(2), []);
+});

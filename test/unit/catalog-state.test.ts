@@ -2,6 +2,7 @@
 import t from 'tap';
 import { CatalogState, type StoredPersonalApiKey } from '../../src/catalog/catalog-state.ts';
 import { hashKey } from '../../src/catalog/keys.ts';
+import type { Endpoint } from '../../src/core/ports.ts';
 
 const T0 = '2026-01-01T00:00:00.000Z';
 
@@ -25,6 +26,7 @@ function base(): CatalogState {
     nextProjectId: 2,
     projects: [{ id: 1, name: 'one', apiToken: 'phc_one', createdAt: T0 }],
     personalApiKeys: [key('a', 'phx_a', [1]), key('all', 'phx_all', '*')],
+    endpoints: [],
   });
 }
 
@@ -90,5 +92,113 @@ t.test('keys: found by value through their hash, revoked once, never duplicated'
   t.equal(state.personalKeyByValue('phx_b')?.revokedAt, null, 'the old state is untouched');
   t.equal(revoked?.withKeyRevoked('b', T0), undefined, 'revoking twice changes nothing');
   t.equal(state.withKeyRevoked('missing', T0), undefined);
+  t.end();
+});
+
+const Q1 = { kind: 'HogQLQuery' as const, query: 'SELECT 1' };
+
+function endpoint(name: string, projectId = 1): Endpoint {
+  return {
+    id: `id-${name}`,
+    projectId,
+    name,
+    description: '',
+    cacheAgeSeconds: 300,
+    isActive: true,
+    syncFrequency: '24hour',
+    createdAt: T0,
+    updatedAt: T0,
+    versions: [
+      {
+        version: 1,
+        query: Q1,
+        variables: {},
+        isActive: true,
+        isMaterialized: false,
+        createdAt: T0,
+        createdBy: null,
+      },
+    ],
+  };
+}
+
+t.test('a file written before endpoints existed reads with none', (t) => {
+  const old = JSON.stringify({ ...base().snapshot, endpoints: undefined });
+  const state = CatalogState.fromJson(old);
+  t.same(state.snapshot.endpoints, []);
+  t.same(state.endpointsOf(1), []);
+  t.end();
+});
+
+t.test('endpoints: unique by name in a project, found by name, listed oldest first', (t) => {
+  const withTwo = base().withProject({ name: 'two', apiToken: 'phc_two', createdAt: T0 }, 'a').state;
+  const state = withTwo.withEndpoint(endpoint('daily')).withEndpoint(endpoint('weekly'));
+  t.equal(state.endpoint(1, 'daily')?.id, 'id-daily');
+  t.equal(state.endpoint(1, 'Daily'), undefined, 'names are case-sensitive, as paths are');
+  t.same(
+    state.endpointsOf(1).map((e) => e.name),
+    ['daily', 'weekly'],
+  );
+  t.throws(() => state.withEndpoint({ ...endpoint('daily'), id: 'other' }), {
+    code: 'endpoint_exists',
+    attr: 'name',
+  });
+  const other = state.withEndpoint(endpoint('daily', 2));
+  t.equal(other.endpoint(2, 'daily')?.projectId, 2, 'the same name in another project is another endpoint');
+  t.equal(state.endpoint(2, 'daily'), undefined, 'the old state is untouched');
+  t.throws(() => state.withEndpoint(endpoint('x', 9)), /no project 9/);
+  t.end();
+});
+
+t.test('endpoint changes: a new version appends, flags change in place, renames stay unique', (t) => {
+  const state = base().withEndpoint(endpoint('daily')).withEndpoint(endpoint('weekly'));
+  const T1 = '2026-02-01T00:00:00.000Z';
+  const v2 = state.withEndpointChanged(
+    1,
+    'daily',
+    {
+      description: 'new',
+      newVersion: {
+        query: { kind: 'HogQLQuery', query: 'SELECT 2' },
+        variables: {},
+        isMaterialized: false,
+        createdBy: 'k',
+      },
+    },
+    T1,
+  )!;
+  t.same(
+    v2.endpoint.versions.map((v) => [v.version, v.query.query, v.createdAt]),
+    [
+      [1, 'SELECT 1', T0],
+      [2, 'SELECT 2', T1],
+    ],
+  );
+  t.equal(v2.endpoint.description, 'new');
+  t.equal(v2.endpoint.updatedAt, T1);
+  t.equal(v2.endpoint.createdAt, T0);
+  t.equal(state.endpoint(1, 'daily')?.versions.length, 1, 'the old state is untouched');
+
+  const off = v2.state.withEndpointChanged(1, 'daily', { version: { version: 1, isActive: false } }, T1)!;
+  t.same(
+    off.endpoint.versions.map((v) => v.isActive),
+    [false, true],
+  );
+  t.equal(off.endpoint.versions[1], v2.endpoint.versions[1], 'the other version is the same object');
+
+  t.throws(() => off.state.withEndpointChanged(1, 'daily', { name: 'weekly' }, T1), {
+    code: 'endpoint_exists',
+  });
+  const renamed = off.state.withEndpointChanged(1, 'daily', { name: 'everyday' }, T1)!;
+  t.equal(renamed.state.endpoint(1, 'daily'), undefined);
+  t.equal(renamed.state.endpoint(1, 'everyday')?.id, 'id-daily', 'a rename keeps the id');
+  t.equal(state.withEndpointChanged(1, 'missing', {}, T1), undefined);
+
+  const gone = renamed.state.withoutEndpoint(1, 'everyday')!;
+  t.same(
+    gone.endpointsOf(1).map((e) => e.name),
+    ['weekly'],
+  );
+  t.equal(gone.withoutEndpoint(1, 'everyday'), undefined);
   t.end();
 });

@@ -5,18 +5,11 @@
  * parameter's text as a value of that type, so a value can never become SQL.
  */
 import type { InlineValue } from '../dialect/mod.ts';
+import type { VariableType } from '../../core/ports.ts';
 import { AppError } from '../../errors/app-error.ts';
 
-/** The declared types of SPEC §4 (`{"browser": {"type": "string"}}`). */
-export type VariableType = 'string' | 'number' | 'boolean' | 'date' | 'datetime' | 'list';
-export const VARIABLE_TYPES: readonly VariableType[] = [
-  'string',
-  'number',
-  'boolean',
-  'date',
-  'datetime',
-  'list',
-];
+/** The declared types of SPEC §4 (`{"browser": {"type": "string"}}`), kept with the catalog's endpoints. */
+export { VARIABLE_TYPES, type VariableType } from '../../core/ports.ts';
 
 /** What is sent for a parameter; the store's client writes it in ClickHouse's parameter text format. */
 export type ParamValue = string | number | boolean | null | readonly ParamValue[];
