@@ -1,4 +1,5 @@
 import uWS from 'uWebSockets.js';
+import { registerEndpointRoutes } from './api/endpoint-routes.ts';
 import { registerManagementRoutes } from './api/management-routes.ts';
 import { registerQueryRoutes } from './api/query-routes.ts';
 import { EmbeddedBus } from './bus/embedded-bus.ts';
@@ -33,6 +34,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
     const inFlight = mountCapture(app, config, { catalog, bus: bus.bus, metrics, logger });
     registerManagementRoutes(app, { catalog, inFlight, logger });
     registerQueryRoutes(app, { catalog, store, inFlight, logger });
+    registerEndpointRoutes(app, { catalog, inFlight, logger });
     const served = await serveRole(
       app,
       config,

@@ -1,4 +1,5 @@
 import uWS from 'uWebSockets.js';
+import { registerEndpointRoutes } from '../api/endpoint-routes.ts';
 import { registerManagementRoutes } from '../api/management-routes.ts';
 import { registerQueryRoutes } from '../api/query-routes.ts';
 import { ConfigError, type Config } from '../config/config.ts';
@@ -30,6 +31,7 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
     const inFlight = new InFlight();
     registerManagementRoutes(app, { catalog, inFlight, logger });
     registerQueryRoutes(app, { catalog, store, inFlight, logger });
+    registerEndpointRoutes(app, { catalog, inFlight, logger });
     const served = await serveRole(
       app,
       config,
