@@ -1,7 +1,4 @@
 import uWS from 'uWebSockets.js';
-import { registerEndpointRoutes } from './api/endpoint-routes.ts';
-import { registerManagementRoutes } from './api/management-routes.ts';
-import { registerQueryRoutes } from './api/query-routes.ts';
 import { EmbeddedBus } from './bus/embedded-bus.ts';
 import { JetStreamBus } from './bus/jetstream/jetstream-bus.ts';
 import type { Config } from './config/config.ts';
@@ -9,6 +6,7 @@ import type { Logger } from './core/logger.ts';
 import { Metrics } from './core/metrics.ts';
 import type { Bus } from './core/ports.ts';
 import type { IngestService } from './ingest/ingest-service.ts';
+import { mountApi } from './roles/api.ts';
 import { mountCapture } from './roles/capture-role.ts';
 import { consumeBus, openDataDir, startIngest, type Weir } from './roles/owner.ts';
 import { serveRole } from './roles/serve.ts';
@@ -32,9 +30,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
 
     const app = uWS.App();
     const inFlight = mountCapture(app, config, { catalog, bus: bus.bus, metrics, logger });
-    registerManagementRoutes(app, { catalog, inFlight, logger });
-    registerQueryRoutes(app, { catalog, store, inFlight, logger });
-    registerEndpointRoutes(app, { catalog, inFlight, logger });
+    mountApi(app, config, { catalog, store, inFlight, logger });
     const served = await serveRole(
       app,
       config,

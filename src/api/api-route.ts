@@ -25,6 +25,8 @@ export interface ApiRequest {
   readonly query: URLSearchParams;
   /** `Authorization` header value ('' when absent). */
   readonly authorization: string;
+  /** The URL the client called, up to the path (`http://host:port`), from `Host` and `X-Forwarded-*`. */
+  readonly origin: string;
   /** The JSON body, or undefined for an empty one (and on methods without a body). */
   readonly body: unknown;
 }
@@ -33,6 +35,8 @@ export interface ApiResponse {
   readonly status: number;
   /** Sent as JSON; none for 204. */
   readonly body?: unknown;
+  /** A body already serialised as JSON, sent as it is (instead of `body`). */
+  readonly json?: string;
 }
 
 export type ApiHandler = (request: ApiRequest) => ApiResponse | Promise<ApiResponse>;
@@ -79,7 +83,13 @@ function handle(
   deps: ApiRouteDeps,
 ): void {
   const reply = new Reply(res);
-  const headers = readHeaders(req, ['authorization', 'content-length']);
+  const headers = readHeaders(req, [
+    'authorization',
+    'content-length',
+    'host',
+    'x-forwarded-proto',
+    'x-forwarded-host',
+  ]);
   const params: string[] = [];
   for (let i = 0; i < paramCount; i++) params.push(decodeParam(req.getParameter(i) ?? ''));
   const query = new URLSearchParams(req.getQuery() ?? '');
@@ -103,9 +113,17 @@ function handle(
       if (err instanceof AppError) throw err;
       return; // the client went away
     }
-    const response = await handler({ params, query, authorization: headers['authorization']!, body: json });
+    const response = await handler({
+      params,
+      query,
+      authorization: headers['authorization']!,
+      origin: originOf(headers),
+      body: json,
+    });
     if (response.status === 204) reply.send(204, undefined);
-    else reply.json(response.status, response.body);
+    else if (response.json !== undefined) {
+      reply.send(response.status, response.json, { 'Content-Type': 'application/json' });
+    } else reply.json(response.status, response.body);
   };
 
   run()
@@ -121,6 +139,13 @@ function handle(
 }
 
 const WWW_AUTHENTICATE = { 'WWW-Authenticate': 'Bearer realm="weir"' };
+
+/** Behind a proxy, the address the client used is in `X-Forwarded-Proto` / `X-Forwarded-Host`. */
+function originOf(headers: Record<string, string>): string {
+  const proto = headers['x-forwarded-proto']?.split(',')[0]?.trim() || 'http';
+  const host = headers['x-forwarded-host']?.split(',')[0]?.trim() || headers['host'] || 'localhost';
+  return `${proto === 'https' ? 'https' : 'http'}://${host}`;
+}
 
 function decodeParam(raw: string): string {
   try {

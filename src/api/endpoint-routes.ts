@@ -1,7 +1,6 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../core/logger.ts';
-import type { Catalog, Endpoint, EndpointVersion, Project } from '../core/ports.ts';
-import { AppError } from '../errors/app-error.ts';
+import type { Catalog, Endpoint, Project } from '../core/ports.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { checkDefinition } from '../query/endpoints/definition.ts';
 import {
@@ -10,7 +9,7 @@ import {
   refuseMaterialization,
 } from '../query/endpoints/versioning.ts';
 import { apiRoute, type ApiRequest, type ApiResponse } from './api-route.ts';
-import { authenticate, type Caller } from './auth.ts';
+import { PROJECT_PREFIXES, access, findEndpoint, findVersion, noEndpoint } from './endpoint-access.ts';
 import {
   DEFAULT_CACHE_AGE_SECONDS,
   VERSION_FIELDS,
@@ -27,9 +26,6 @@ export interface EndpointRoutesDeps {
   /** Told of every change and deletion of an endpoint (its cached results go). */
   readonly onEndpointChanged?: (endpointId: string) => void;
 }
-
-/** Both forms of SPEC §3's `P`. */
-export const PROJECT_PREFIXES = ['/api/projects/:id', '/api/environments/:id'];
 
 /**
  * Endpoints' CRUD (SPEC §4) on both path forms: list, create (version 1), get (`?version=N`), update (a
@@ -130,39 +126,4 @@ export function registerEndpointRoutes(app: TemplatedApp, deps: EndpointRoutesDe
     changed(updated);
     return { status: 200, body: endpointJson(updated, findVersion(updated, n)) };
   }
-}
-
-/** The caller, and the project of the path, with the scope a route needs: 401, 403 or 404 otherwise. */
-export function access(
-  catalog: Catalog,
-  req: ApiRequest,
-  scope: 'endpoint:read' | 'endpoint:write',
-): { who: Caller; project: Project } {
-  const who = authenticate(catalog, req.authorization);
-  const project = who.requireProject(req.params[0]!);
-  who.requireScope(scope);
-  return { who, project };
-}
-
-export function findEndpoint(catalog: Catalog, project: Project, name: string): Endpoint {
-  const endpoint = catalog.endpoint(project.id, name);
-  if (!endpoint) throw noEndpoint(project, name);
-  return endpoint;
-}
-
-export function findVersion(endpoint: Endpoint, n: number): EndpointVersion {
-  const version = endpoint.versions[n - 1];
-  if (!version) {
-    throw new AppError('not_found', {
-      detail: `Endpoint '${endpoint.name}' has no version ${n}; its versions are 1 to ${endpoint.versions.length}.`,
-      attr: 'version',
-    });
-  }
-  return version;
-}
-
-function noEndpoint(project: Project, name: string): AppError {
-  return new AppError('not_found', {
-    detail: `Project ${project.id} has no endpoint named '${name.slice(0, 128)}'.`,
-  });
 }

@@ -46,6 +46,12 @@ export interface Config {
    * crash, its unacknowledged batches wait this long. Batches still being handled are kept alive. @default 30000
    */
   readonly busAckWaitMs: number;
+  /** Longest a query of the query API or an endpoint run may execute before it answers 504. @default 60 */
+  readonly queryTimeoutSeconds: number;
+  /** Queries one project's endpoint runs may execute at once; past it a run answers 429. @default 8 */
+  readonly endpointRunConcurrency: number;
+  /** MiB of endpoint run results kept in memory for `refresh: cache`. @default 128 */
+  readonly endpointCacheMb: number;
   /** Longest a graceful shutdown waits for in-flight work before giving up. @default 15000 */
   readonly shutdownTimeoutMs: number;
 }
@@ -165,6 +171,24 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     flag: 'bus-ack-wait-ms',
     parse: int(1000, 3_600_000),
     default: 30_000,
+  },
+  queryTimeoutSeconds: {
+    key: 'queryTimeoutSeconds',
+    env: 'WEIR_QUERY_TIMEOUT_SECONDS',
+    parse: int(1, 3600),
+    default: 60,
+  },
+  endpointRunConcurrency: {
+    key: 'endpointRunConcurrency',
+    env: 'WEIR_ENDPOINT_RUN_CONCURRENCY',
+    parse: int(1, 10_000),
+    default: 8,
+  },
+  endpointCacheMb: {
+    key: 'endpointCacheMb',
+    env: 'WEIR_ENDPOINT_CACHE_MB',
+    parse: int(0, 1_000_000),
+    default: 128,
   },
   shutdownTimeoutMs: {
     key: 'shutdownTimeoutMs',

@@ -11,7 +11,12 @@ import {
   printClickHouse,
   type QueryLimits,
 } from './clickhouse/printer.ts';
-import { bindVariables, inlineValues, type VariableType } from './clickhouse/variables.ts';
+import {
+  bindVariables,
+  inlineValues,
+  type BoundVariable,
+  type VariableType,
+} from './clickhouse/variables.ts';
 import { DialectSyntaxError, parseDialect, printDialect, type Query } from './dialect/mod.ts';
 import { QueryResolveError } from './resolver/errors.ts';
 import { resolveQuery, type ResolvedQuery } from './resolver/resolver.ts';
@@ -72,19 +77,34 @@ export async function runHogQLQuery(
   projectId: number,
   deps: HogQLQueryDeps,
 ): Promise<HogQLQueryResult> {
-  const limits = deps.limits ?? DEFAULT_LIMITS;
-  const timings: Timing[] = [];
-  const started = performance.now();
-  let mark = started;
-  const lap = (k: string): void => {
-    const now = performance.now();
-    timings.push({ k, t: round((now - mark) / 1000) });
-    mark = now;
-  };
+  const clock = new Timings();
+  const compiled = compileQuery(input.query, deps.database);
+  clock.lap('./compile');
+  const bound = bindVariables(compiled.resolved.variables, input.variables, input.types);
+  return runCompiledQuery(compiled, bound, projectId, deps, clock);
+}
 
-  const { ast, resolved } = compileQuery(input.query, deps.database);
-  lap('./compile');
-  const bound = bindVariables(resolved.variables, input.variables, input.types);
+/** A parsed query and its resolution, as `compileQuery` makes them (or a rewrite of both, kept in step). */
+export interface CompiledQuery {
+  readonly ast: Query;
+  readonly resolved: ResolvedQuery;
+}
+
+/**
+ * Runs a compiled query with its variables bound: prints the ClickHouse SQL (the run's limits in its
+ * SETTINGS clause), runs it on the store and answers the result with `hogql` (the tree as text, values
+ * inlined), `clickhouse` and `timings`. 400 `query_limit_exceeded`, 504 `timeout` or `invalid_query` when the
+ * store refuses or stops it.
+ */
+export async function runCompiledQuery(
+  compiled: CompiledQuery,
+  bound: ReadonlyMap<string, BoundVariable>,
+  projectId: number,
+  deps: HogQLQueryDeps,
+  clock: Timings = new Timings(),
+): Promise<HogQLQueryResult> {
+  const limits = deps.limits ?? DEFAULT_LIMITS;
+  const { ast, resolved } = compiled;
   const printed = printClickHouse(resolved, bound, projectId, limits);
   if (printed.sql.length > MAX_PRINTED_LENGTH) {
     throw new AppError('query_limit_exceeded', {
@@ -93,7 +113,7 @@ export async function runHogQLQuery(
     });
   }
   const hogql = printDialect(ast, { inline: inlineValues(bound) });
-  lap('./print');
+  clock.lap('./print');
 
   let table: ResultTable;
   try {
@@ -101,7 +121,7 @@ export async function runHogQLQuery(
   } catch (err) {
     throw queryFailure(err, limits);
   }
-  lap('./clickhouse');
+  clock.lap('./clickhouse');
   if (table.rows.length > limits.maxResultRows) {
     throw new AppError('query_limit_exceeded', {
       detail: `The result has more than ${limits.maxResultRows} rows: add a LIMIT, or aggregate further.`,
@@ -109,7 +129,6 @@ export async function runHogQLQuery(
     });
   }
   const results = numbersFor64BitIntegers(table);
-  timings.push({ k: '.', t: round((performance.now() - started) / 1000) });
   return {
     results,
     // Weir's names when it could tell every column (a `*` over a USING join can make ClickHouse's count differ).
@@ -117,8 +136,25 @@ export async function runHogQLQuery(
     types: [...table.types],
     hogql,
     clickhouse: printed.sql,
-    timings,
+    timings: clock.done(),
   };
+}
+
+/** PostHog's `timings`: each step's seconds since the one before, then the whole (`.`). */
+export class Timings {
+  readonly #entries: Timing[] = [];
+  readonly #started = performance.now();
+  #mark = this.#started;
+
+  lap(k: string): void {
+    const now = performance.now();
+    this.#entries.push({ k, t: round((now - this.#mark) / 1000) });
+    this.#mark = now;
+  }
+
+  done(): Timing[] {
+    return [...this.#entries, { k: '.', t: round((performance.now() - this.#started) / 1000) }];
+  }
 }
 
 const WIDE_INTEGER = /^(?:Nullable\()?(?:LowCardinality\()?U?Int(?:64|128|256)\)*$/;

@@ -1,13 +1,11 @@
 import uWS from 'uWebSockets.js';
-import { registerEndpointRoutes } from '../api/endpoint-routes.ts';
-import { registerManagementRoutes } from '../api/management-routes.ts';
-import { registerQueryRoutes } from '../api/query-routes.ts';
 import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
 import { InFlight } from '../http/in-flight.ts';
 import { consumeBus, openDataDir, startIngest, type Weir } from './owner.ts';
 import { serveRole } from './serve.ts';
+import { mountApi } from './api.ts';
 import { Teardown } from './teardown.ts';
 
 /**
@@ -27,11 +25,9 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
     const consumers = await consumeBus({ ...config, natsUrl }, { ingest, metrics, logger }, teardown);
 
     const app = uWS.App();
-    // The process that owns the store and the catalog also answers the query and management APIs.
+    // The process that owns the store and the catalog also answers the query, management and endpoint APIs.
     const inFlight = new InFlight();
-    registerManagementRoutes(app, { catalog, inFlight, logger });
-    registerQueryRoutes(app, { catalog, store, inFlight, logger });
-    registerEndpointRoutes(app, { catalog, inFlight, logger });
+    mountApi(app, config, { catalog, store, inFlight, logger });
     const served = await serveRole(
       app,
       config,

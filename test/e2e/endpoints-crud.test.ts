@@ -3,43 +3,14 @@
  * query makes a new one, other fields change in place), the name rule and uniqueness under concurrent
  * creates, queries and variable declarations checked at create and update, and the auth matrix.
  */
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { createKey, createProject } from '../helpers/query-api.ts';
-import { createEndpoint, endpointsApi, hogql, type EndpointBody } from '../helpers/endpoints.ts';
-import { startTestWeir, type HttpResult } from '../helpers/weir.ts';
+import { createEndpoint, endpointsApi, hogql, refused, type EndpointBody } from '../helpers/endpoints.ts';
+import { startTestWeir } from '../helpers/weir.ts';
 
 const w = await startTestWeir();
 t.teardown(() => w.close());
 const p2 = await createProject(w, 'Other team');
-
-const TYPE_OF_STATUS: Record<number, string> = {
-  400: 'validation_error',
-  401: 'authentication_error',
-  403: 'permission_denied',
-  404: 'not_found',
-  405: 'method_not_allowed',
-};
-
-/** A SPEC §1 error body with this status, code and attr. */
-function refused(
-  t: Test,
-  res: HttpResult,
-  status: number,
-  code: string,
-  attr: string | null,
-  label = code,
-): void {
-  t.equal(res.status, status, `${label}: status`);
-  t.match(res.headers.get('content-type'), /^application\/json/, `${label}: content type`);
-  const body = res.json as Record<string, unknown>;
-  t.same(Object.keys(body).sort(), ['attr', 'code', 'detail', 'type'], `${label}: body keys`);
-  t.same(
-    [body['type'], body['code'], body['attr']],
-    [TYPE_OF_STATUS[status], code, attr],
-    `${label}: type, code, attr`,
-  );
-  t.match(body['detail'], /\S/, `${label}: a sentence`);
-}
 
 const ENDPOINT_KEYS = [
   'cache_age_seconds',

@@ -1,4 +1,5 @@
 /** Calling the endpoints API of a test Weir. */
+import type { Test } from 'tap';
 import { PERSONAL_API_KEY, request, type HttpResult, type TestWeir } from './weir.ts';
 
 export interface CallOptions {
@@ -60,4 +61,74 @@ export async function createEndpoint(
 
 export function hogql(query: string): { kind: 'HogQLQuery'; query: string } {
   return { kind: 'HogQLQuery', query };
+}
+
+export interface RunBody {
+  results: unknown[][];
+  columns: string[];
+  types: string[];
+  hasMore: boolean;
+  name: string;
+  endpoint_version: number;
+  is_cached: boolean;
+  last_refresh: string;
+  endpoint_materialized: boolean;
+  endpoint_materialized_at: string | null;
+  hogql?: string;
+  clickhouse?: string;
+  timings?: { k: string; t: number }[];
+}
+
+/** Runs an endpoint: POST with `body` as JSON, or GET with `query` as the query string. */
+export function runEndpoint(
+  w: TestWeir,
+  name: string,
+  body?: unknown,
+  options: CallOptions & { readonly method?: 'GET' | 'POST'; readonly query?: string } = {},
+): Promise<HttpResult> {
+  const path = `${encodeURIComponent(name)}/run${options.query ? `?${options.query}` : ''}`;
+  return endpointsApi(w, options.method ?? 'POST', path, body, options);
+}
+
+/** The body of a run that must succeed. */
+export async function runOk(
+  w: TestWeir,
+  name: string,
+  body?: unknown,
+  options: CallOptions & { readonly method?: 'GET' | 'POST'; readonly query?: string } = {},
+): Promise<RunBody> {
+  const res = await runEndpoint(w, name, body, options);
+  if (res.status !== 200) throw new Error(`run ${name}: ${res.status} ${res.text}`);
+  return res.json as RunBody;
+}
+
+const TYPE_OF_STATUS: Record<number, string> = {
+  400: 'validation_error',
+  401: 'authentication_error',
+  403: 'permission_denied',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  429: 'throttled',
+  504: 'timeout',
+};
+
+/** A SPEC §1 error body with this status, code and attr. */
+export function refused(
+  t: Test,
+  res: HttpResult,
+  status: number,
+  code: string,
+  attr: string | null,
+  label = code,
+): void {
+  t.equal(res.status, status, `${label}: status`);
+  t.match(res.headers.get('content-type'), /^application\/json/, `${label}: content type`);
+  const body = res.json as Record<string, unknown>;
+  t.same(Object.keys(body).sort(), ['attr', 'code', 'detail', 'type'], `${label}: body keys`);
+  t.same(
+    [body['type'], body['code'], body['attr']],
+    [TYPE_OF_STATUS[status], code, attr],
+    `${label}: type, code, attr`,
+  );
+  t.match(body['detail'], /\S/, `${label}: a sentence`);
 }

@@ -1,0 +1,121 @@
+import type { TemplatedApp } from 'uWebSockets.js';
+import type { Logger } from '../core/logger.ts';
+import type { Catalog } from '../core/ports.ts';
+import { AppError } from '../errors/app-error.ts';
+import type { InFlight } from '../http/in-flight.ts';
+import {
+  REFRESH_MODES,
+  type EndpointRunner,
+  type Refresh,
+  type RunRequest,
+} from '../query/endpoints/endpoint-runner.ts';
+import { apiRoute, type ApiRequest, type ApiResponse } from './api-route.ts';
+import { PROJECT_PREFIXES, access, findEndpoint } from './endpoint-access.ts';
+import { invalid, objectBody, type JsonObject } from './json-input.ts';
+import { readVariables } from './variables-input.ts';
+
+export interface EndpointRunRoutesDeps {
+  readonly catalog: Catalog;
+  readonly runner: EndpointRunner;
+  readonly inFlight: InFlight;
+  readonly logger: Logger;
+  /** The largest `limit` a run takes (the rows a result may have). */
+  readonly maxLimit: number;
+}
+
+/** The fields of a run request (SPEC §4), in the body of a POST or the query string of either method. */
+export const RUN_FIELDS = ['refresh', 'variables', 'debug', 'version', 'limit', 'offset'];
+const MAX_OFFSET = 1_000_000_000;
+
+/**
+ * `POST` and `GET P/endpoints/{name}/run` on both path forms: runs a version of an endpoint with the
+ * caller's variables and answers `{results, columns, types, hasMore, name, endpoint_version, is_cached,
+ * last_refresh, endpoint_materialized, endpoint_materialized_at}` (+ `hogql`, `clickhouse`, `timings` with
+ * `debug`). Needs `endpoint:read`.
+ */
+export function registerEndpointRunRoutes(app: TemplatedApp, deps: EndpointRunRoutesDeps): void {
+  const run = async (req: ApiRequest, fromBody: JsonObject): Promise<ApiResponse> => {
+    const { project } = access(deps.catalog, req, 'endpoint:read');
+    const endpoint = findEndpoint(deps.catalog, project, req.params[1]!);
+    const request = readRunRequest(
+      { ...fromQueryString(req.query, Object.keys(fromBody)), ...fromBody },
+      deps.maxLimit,
+    );
+    const { resultJson, fields } = await deps.runner.run(endpoint, request);
+    return { status: 200, json: `{${resultJson},${JSON.stringify(fields).slice(1)}` };
+  };
+  for (const prefix of PROJECT_PREFIXES) {
+    apiRoute(app, deps, `${prefix}/endpoints/:name/run`, {
+      post: (req) => run(req, objectBody(req.body, RUN_FIELDS)),
+      get: (req) => run(req, {}),
+    });
+  }
+}
+
+/**
+ * The query string's run fields as JSON values: `variables` is JSON, `debug` a boolean, the others as
+ * written (numbers are read as such below). A field given both here and in the body is refused.
+ */
+function fromQueryString(query: URLSearchParams, inBody: readonly string[]): JsonObject {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of query) {
+    if (!RUN_FIELDS.includes(name)) {
+      throw new AppError('unknown_field', {
+        detail: `A run takes no parameter '${name.slice(0, 64)}'; it takes ${RUN_FIELDS.join(', ')}.`,
+        attr: name.slice(0, 64),
+      });
+    }
+    if (Object.hasOwn(out, name) || inBody.includes(name)) {
+      throw invalid(
+        name,
+        `'${name}' is given twice (in the query string and the body, or twice in the query string).`,
+      );
+    }
+    out[name] = name === 'variables' ? parseVariables(value) : value;
+  }
+  return out;
+}
+
+function parseVariables(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new AppError('invalid_variable', {
+      detail: `'variables' in the query string is JSON: variables={"browser":"Chrome"} (URL-encoded).`,
+      attr: 'variables',
+    });
+  }
+}
+
+function readRunRequest(fields: JsonObject, maxLimit: number): RunRequest {
+  const refresh = fields['refresh'] ?? 'cache';
+  if (typeof refresh !== 'string' || !(REFRESH_MODES as readonly string[]).includes(refresh)) {
+    throw invalid('refresh', `'refresh' is one of ${REFRESH_MODES.join(', ')}.`);
+  }
+  return {
+    refresh: refresh as Refresh,
+    variables: readVariables(fields['variables']),
+    debug: readFlag(fields['debug']),
+    version: readInteger(fields, 'version', 1, 1_000_000_000),
+    limit: readInteger(fields, 'limit', 0, maxLimit),
+    offset: readInteger(fields, 'offset', 0, MAX_OFFSET),
+  };
+}
+
+function readFlag(value: unknown): boolean {
+  if (value === undefined || value === null || value === false || value === 'false' || value === '0')
+    return false;
+  if (value === true || value === 'true' || value === '1') return true;
+  throw invalid('debug', "'debug' is true or false.");
+}
+
+/** An integer from the body (a number) or the query string (its digits). */
+function readInteger(fields: JsonObject, name: string, min: number, max: number): number | undefined {
+  const raw = fields[name];
+  if (raw === undefined || raw === null) return undefined;
+  const n = typeof raw === 'string' && /^\d{1,10}$/.test(raw) ? Number(raw) : raw;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
+    throw invalid(name, `'${name}' is a whole number from ${min} to ${max}.`);
+  }
+  return n;
+}

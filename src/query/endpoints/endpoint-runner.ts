@@ -1,0 +1,272 @@
+/**
+ * The run of an endpoint (SPEC §4): version → variables → cache, or the query on raw data. What it adds to
+ * the query API's run:
+ * - a cache of results by (project, endpoint, version, variables, page), served while younger than the
+ *   endpoint's `cache_age_seconds`, bounded in bytes, dropped when the endpoint changes;
+ * - single flight: identical runs that arrive while one executes wait for it instead of running again;
+ * - a bound on the queries one project executes at once (429 `throttled` past it), so one project cannot
+ *   take every store slot; cached answers and runs that join a flight take none;
+ * - a deadline: 504 `timeout` when the store has not answered within the run's execution limit (plus a
+ *   little), even when the query waited in the store's queue rather than ran.
+ *
+ * The result part of a response is serialised once, when it is computed; cached answers reuse the text.
+ */
+import type { Endpoint, EndpointVersion, TableReader } from '../../core/ports.ts';
+import { AppError } from '../../errors/app-error.ts';
+import { DEFAULT_LIMITS, type QueryLimits } from '../clickhouse/printer.ts';
+import { bindVariables, type BoundVariable, type VariableType } from '../clickhouse/variables.ts';
+import { runCompiledQuery, Timings, type CompiledQuery, type Timing } from '../hogql-query.ts';
+import { compileVersion } from './definition.ts';
+import { pageRows, paginate, type Page } from './pagination.ts';
+import { ResultCache } from './result-cache.ts';
+
+export type Refresh = 'cache' | 'force' | 'direct';
+export const REFRESH_MODES: readonly Refresh[] = ['cache', 'force', 'direct'];
+
+export interface RunRequest {
+  readonly refresh: Refresh;
+  readonly variables: Readonly<Record<string, unknown>>;
+  readonly debug: boolean;
+  /** @default the newest version */
+  readonly version?: number;
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
+/** A run's answer: the result part as JSON text (`"results":…,"columns":…,"types":…,"hasMore":…`), and the rest. */
+export interface RunResponse {
+  readonly resultJson: string;
+  readonly fields: Record<string, unknown>;
+}
+
+export interface EndpointRunnerConfig {
+  /** @default DEFAULT_LIMITS */
+  readonly limits?: QueryLimits;
+  /** Queries one project's runs may execute at once. @default 8 */
+  readonly maxRunsPerProject?: number;
+  /** Bytes of cached results. @default 128 MiB */
+  readonly cacheMaxBytes?: number;
+  /** The database of the store tables. @default 'default' */
+  readonly database?: string;
+}
+
+/** A computed result, as cached. */
+interface Computed {
+  readonly resultJson: string;
+  readonly startedAt: number;
+  readonly lastRefresh: string;
+  readonly hogql: string;
+  readonly clickhouse: string;
+  readonly timings: readonly Timing[];
+}
+
+/** Time the store has beyond the engine's own execution limit to answer (queueing, transfer). */
+const DEADLINE_GRACE_MS = 2000;
+const RETRY_AFTER_SECONDS = 1;
+
+export class EndpointRunner {
+  readonly #store: TableReader;
+  readonly #limits: QueryLimits;
+  readonly #maxRuns: number;
+  readonly #database: string | undefined;
+  readonly #cache: ResultCache<Computed>;
+  readonly #flights = new Map<string, Promise<Computed>>();
+  readonly #running = new Map<number, number>();
+
+  constructor(config: EndpointRunnerConfig, deps: { readonly store: TableReader }) {
+    this.#store = deps.store;
+    this.#limits = config.limits ?? DEFAULT_LIMITS;
+    this.#maxRuns = config.maxRunsPerProject ?? 8;
+    this.#database = config.database;
+    this.#cache = new ResultCache({ maxBytes: config.cacheMaxBytes ?? 128 * 1024 * 1024 });
+  }
+
+  /** Bytes the cache holds now. */
+  get cachedBytes(): number {
+    return this.#cache.bytes;
+  }
+
+  /** Forgets every cached result of an endpoint (it changed, or is gone). */
+  invalidate(endpointId: string): void {
+    this.#cache.invalidate(endpointId);
+  }
+
+  async run(endpoint: Endpoint, request: RunRequest): Promise<RunResponse> {
+    const clock = new Timings();
+    const version = runnableVersion(endpoint, request.version);
+    if (request.refresh === 'direct' && !version.isMaterialized) {
+      throw new AppError('direct_not_materialized', {
+        detail: `refresh 'direct' runs a materialized version on raw data; version ${version.version} of '${endpoint.name}' is not materialized, so every run of it is direct already: use 'cache' or 'force'.`,
+        attr: 'refresh',
+      });
+    }
+    const compiled = compileVersion(version, this.#database);
+    const bound = bindVariables(compiled.resolved.variables, request.variables, declaredTypes(version));
+    const page: Page = { limit: request.limit, offset: request.offset };
+    const key = cacheKey(endpoint, version, bound, page);
+
+    let computed: Computed | undefined;
+    let cached = false;
+    if (request.refresh === 'cache') {
+      const hit = this.#cache.get(key);
+      if (hit && Date.now() - hit.startedAt < endpoint.cacheAgeSeconds * 1000) {
+        computed = hit.value;
+        cached = true;
+        clock.lap('./cache');
+      } else {
+        computed = await this.#flights.get(key);
+      }
+    }
+    computed ??= await this.#execute(key, endpoint, paginate(compiled, page), bound, page, clock);
+
+    const fields: Record<string, unknown> = {
+      name: endpoint.name,
+      endpoint_version: version.version,
+      is_cached: cached,
+      last_refresh: computed.lastRefresh,
+      endpoint_materialized: false,
+      endpoint_materialized_at: null,
+    };
+    if (request.debug) {
+      fields['hogql'] = computed.hogql;
+      fields['clickhouse'] = computed.clickhouse;
+      fields['timings'] = cached ? clock.done() : computed.timings;
+    }
+    return { resultJson: computed.resultJson, fields };
+  }
+
+  /** Runs the query as the one flight for `key`, and caches what it answers. */
+  #execute(
+    key: string,
+    endpoint: Endpoint,
+    compiled: CompiledQuery,
+    bound: ReadonlyMap<string, BoundVariable>,
+    page: Page,
+    clock: Timings,
+  ): Promise<Computed> {
+    const projectId = endpoint.projectId;
+    const release = this.#acquire(projectId);
+    const startedAt = Date.now();
+    const query = runCompiledQuery(
+      compiled,
+      bound,
+      projectId,
+      {
+        store: this.#store,
+        limits: this.#limits,
+        database: this.#database,
+      },
+      clock,
+    );
+    // The slot is the store's: it is held until the query ends, even past the deadline.
+    query.then(release, release);
+    const flight = withDeadline(query, this.#limits).then((result) => {
+      const { rows, hasMore } = pageRows(result.results, page);
+      const resultJson = `"results":${JSON.stringify(rows)},"columns":${JSON.stringify(result.columns)},"types":${JSON.stringify(result.types)},"hasMore":${hasMore}`;
+      const computed: Computed = {
+        resultJson,
+        startedAt,
+        lastRefresh: new Date(startedAt).toISOString(),
+        hogql: result.hogql,
+        clickhouse: result.clickhouse,
+        timings: result.timings,
+      };
+      this.#cache.set(
+        key,
+        endpoint.id,
+        computed,
+        resultJson.length + result.hogql.length + result.clickhouse.length,
+        startedAt,
+      );
+      return computed;
+    });
+    this.#flights.set(key, flight);
+    const land = (): void => {
+      if (this.#flights.get(key) === flight) this.#flights.delete(key);
+    };
+    flight.then(land, land);
+    return flight;
+  }
+
+  /** A slot for one of the project's queries; 429 `throttled` when they are all taken. */
+  #acquire(projectId: number): () => void {
+    const running = this.#running.get(projectId) ?? 0;
+    if (running >= this.#maxRuns) {
+      throw new AppError('throttled', {
+        detail: `Project ${projectId} already runs ${running} endpoint queries at once, its limit; retry after the time in Retry-After.`,
+        retryAfterSeconds: RETRY_AFTER_SECONDS,
+      });
+    }
+    this.#running.set(projectId, running + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const now = (this.#running.get(projectId) ?? 1) - 1;
+      if (now === 0) this.#running.delete(projectId);
+      else this.#running.set(projectId, now);
+    };
+  }
+}
+
+/** The version a run asks for, if it may run: 404 for an inactive endpoint, an unknown or inactive version. */
+function runnableVersion(endpoint: Endpoint, n: number | undefined): EndpointVersion {
+  if (!endpoint.isActive) {
+    throw new AppError('not_found', { detail: `Endpoint '${endpoint.name}' is inactive.` });
+  }
+  const version = endpoint.versions[(n ?? endpoint.versions.length) - 1];
+  if (!version) {
+    throw new AppError('not_found', {
+      detail: `Endpoint '${endpoint.name}' has no version ${n}; its versions are 1 to ${endpoint.versions.length}.`,
+      attr: 'version',
+    });
+  }
+  if (!version.isActive) {
+    throw new AppError('not_found', {
+      detail: `Version ${version.version} of endpoint '${endpoint.name}' is inactive.`,
+      attr: 'version',
+    });
+  }
+  return version;
+}
+
+function declaredTypes(version: EndpointVersion): Record<string, VariableType> {
+  const types: Record<string, VariableType> = {};
+  for (const [name, d] of Object.entries(version.variables)) types[name] = d.type;
+  return types;
+}
+
+function cacheKey(
+  endpoint: Endpoint,
+  version: EndpointVersion,
+  bound: ReadonlyMap<string, BoundVariable>,
+  page: Page,
+): string {
+  const values = [...bound.values()].map((b) => [b.name, b.type, b.value]);
+  return JSON.stringify([
+    endpoint.projectId,
+    endpoint.id,
+    version.version,
+    values,
+    page.limit ?? null,
+    page.offset ?? 0,
+  ]);
+}
+
+/** The query's answer, or 504 `timeout` once the store has had its execution limit and a grace. */
+function withDeadline<T>(query: Promise<T>, limits: QueryLimits): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => {
+        reject(
+          new AppError('timeout', {
+            detail: `The query did not answer within the limit of ${limits.maxExecutionSeconds} s; narrow its time range or simplify it.`,
+          }),
+        );
+      },
+      limits.maxExecutionSeconds * 1000 + DEADLINE_GRACE_MS,
+    );
+  });
+  return Promise.race([query, deadline]).finally(() => clearTimeout(timer));
+}
