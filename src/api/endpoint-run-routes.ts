@@ -10,7 +10,9 @@ import {
   type RunRequest,
 } from '../query/endpoints/endpoint-runner.ts';
 import { apiRoute, type ApiRequest, type ApiResponse } from './api-route.ts';
-import { PROJECT_PREFIXES, access, findEndpoint } from './endpoint-access.ts';
+import { PROJECT_PREFIXES, access, findEndpoint, findVersion } from './endpoint-access.ts';
+import { readVersionParam } from './endpoint-input.ts';
+import { endpointOpenApi } from './endpoint-openapi.ts';
 import { invalid, objectBody, type JsonObject } from './json-input.ts';
 import { readVariables } from './variables-input.ts';
 
@@ -28,6 +30,8 @@ export const RUN_FIELDS = ['refresh', 'variables', 'debug', 'version', 'limit', 
 const MAX_OFFSET = 1_000_000_000;
 
 /**
+ * `GET P/endpoints/{name}/openapi.json[?version=N]`: the OpenAPI description of the run (endpoint-openapi.ts).
+ *
  * `POST` and `GET P/endpoints/{name}/run` on both path forms: runs a version of an endpoint with the
  * caller's variables and answers `{results, columns, types, hasMore, name, endpoint_version, is_cached,
  * last_refresh, endpoint_materialized, endpoint_materialized_at}` (+ `hogql`, `clickhouse`, `timings` with
@@ -48,6 +52,26 @@ export function registerEndpointRunRoutes(app: TemplatedApp, deps: EndpointRunRo
     apiRoute(app, deps, `${prefix}/endpoints/:name/run`, {
       post: (req) => run(req, objectBody(req.body, RUN_FIELDS)),
       get: (req) => run(req, {}),
+    });
+    apiRoute(app, deps, `${prefix}/endpoints/:name/openapi.json`, {
+      get: (req) => {
+        const { project } = access(deps.catalog, req, 'endpoint:read');
+        const endpoint = findEndpoint(deps.catalog, project, req.params[1]!);
+        for (const name of req.query.keys()) {
+          if (name !== 'version') {
+            throw new AppError('unknown_field', {
+              detail: `openapi.json takes no parameter '${name.slice(0, 64)}'; it takes version.`,
+              attr: name.slice(0, 64),
+            });
+          }
+        }
+        const n = readVersionParam(req.query);
+        const pinned = n === undefined ? undefined : findVersion(endpoint, n);
+        return {
+          status: 200,
+          body: endpointOpenApi(endpoint, { baseUrl: req.origin, pinned, maxLimit: deps.maxLimit }),
+        };
+      },
     });
   }
 }

@@ -1,0 +1,223 @@
+/**
+ * The OpenAPI 3.0.3 description of one endpoint's run (SPEC §4): the run path with method `post`, its request
+ * (`EndpointRunRequest`, with the version's variables typed and all of them required) and its response. What
+ * a stock generator (openapi-typescript, openapi-generator, …) needs to make a typed client; test/e2e has one
+ * made and run against a live Weir.
+ *
+ * No property has a `default`: stock generators (openapi-typescript) make such a property required, and a
+ * client would then have to send `refresh` and `debug` on every call. The defaults are in the descriptions.
+ *
+ * Without `?version=N` the document describes the newest version and a client runs the newest, whichever it
+ * is then. With it, the document describes version N and its `version` field is required and can only be
+ * N: a client generated from it runs N for as long as N exists, whatever versions come after.
+ */
+import type { Endpoint, EndpointVersion, VariableType } from '../core/ports.ts';
+import { compileVersion } from '../query/endpoints/definition.ts';
+import { REFRESH_MODES } from '../query/endpoints/endpoint-runner.ts';
+import { runPath } from './endpoint-json.ts';
+
+type Schema = Record<string, unknown>;
+
+export interface OpenApiOptions {
+  /** The base URL clients call (`servers[0].url`). */
+  readonly baseUrl: string;
+  /** The version the document describes, pinned; undefined: the newest, not pinned. */
+  readonly pinned?: EndpointVersion;
+  /** The largest `limit` a run takes. */
+  readonly maxLimit: number;
+}
+
+export function endpointOpenApi(endpoint: Endpoint, options: OpenApiOptions): Record<string, unknown> {
+  const version = options.pinned ?? endpoint.versions[endpoint.versions.length - 1]!;
+  const placeholders = compileVersion(version).resolved.variables;
+  const what = `Runs the Weir endpoint '${endpoint.name}' of project ${endpoint.projectId}, version ${version.version}${
+    options.pinned ? '' : ' (the newest when this was generated; a run without `version` runs the newest)'
+  }.`;
+  return {
+    openapi: '3.0.3',
+    info: {
+      title: endpoint.name,
+      description: endpoint.description ? `${what}\n\n${endpoint.description}` : what,
+      version: String(version.version),
+    },
+    servers: [{ url: options.baseUrl }],
+    paths: {
+      [runPath(endpoint.projectId, endpoint.name)]: {
+        post: {
+          operationId: `run_${endpoint.name.replaceAll('-', '_')}`,
+          summary: `Execute ${endpoint.name}`,
+          description: what,
+          security: [{ PersonalAPIKey: [] }],
+          requestBody: {
+            required: placeholders.length > 0 || options.pinned !== undefined,
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/EndpointRunRequest' } },
+            },
+          },
+          responses: {
+            '200': {
+              description: 'Query results',
+              content: { 'application/json': { schema: responseSchema() } },
+            },
+            ...errorResponses(),
+          },
+        },
+      },
+    },
+    components: {
+      securitySchemes: { PersonalAPIKey: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        EndpointRunRequest: requestSchema(version, placeholders, options),
+        Error: ERROR_SCHEMA,
+      },
+    },
+  };
+}
+
+function requestSchema(
+  version: EndpointVersion,
+  placeholders: readonly string[],
+  options: OpenApiOptions,
+): Schema {
+  const properties: Record<string, Schema> = {};
+  for (const name of placeholders) {
+    const declared = Object.hasOwn(version.variables, name) ? version.variables[name]!.type : undefined;
+    properties[name] = declared ? schemaOf(declared) : UNDECLARED;
+  }
+  const required: string[] = [];
+  if (placeholders.length > 0) required.push('variables');
+  if (options.pinned) required.push('version');
+  return {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      variables: {
+        type: 'object',
+        description:
+          placeholders.length > 0
+            ? "Values of the query's variables by name. Every variable of the query is required."
+            : 'This query has no variables.',
+        properties,
+        ...(placeholders.length > 0 ? { required: [...placeholders] } : {}),
+        additionalProperties: false,
+      },
+      refresh: {
+        type: 'string',
+        enum: [...REFRESH_MODES],
+        description:
+          "`cache` (when absent): a cached result younger than the endpoint's cache age if there is one; `force`: compute it now; `direct`: only for a materialized version, run it on raw data.",
+      },
+      debug: {
+        type: 'boolean',
+        description:
+          'False when absent. True adds `hogql` (the query as it ran), `clickhouse` and `timings` to the response.',
+      },
+      version: options.pinned
+        ? { type: 'integer', enum: [options.pinned.version], description: 'The version this client runs.' }
+        : { type: 'integer', minimum: 1, description: 'The version to run; the newest when absent.' },
+      limit: {
+        type: 'integer',
+        minimum: 0,
+        maximum: options.maxLimit,
+        description: "Rows of the page; the query's own LIMIT stays the ceiling.",
+      },
+      offset: { type: 'integer', minimum: 0, description: 'Rows skipped before the page.' },
+    },
+    ...(required.length > 0 ? { required } : {}),
+  };
+}
+
+function schemaOf(type: VariableType): Schema {
+  switch (type) {
+    case 'string':
+      return { type: 'string' };
+    case 'number':
+      return { type: 'number' };
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'date':
+      return { type: 'string', format: 'date', example: '2026-01-31' };
+    case 'datetime':
+      return { type: 'string', format: 'date-time', example: '2026-01-31T12:00:00Z' };
+    case 'list':
+      return { type: 'array', items: LIST_ITEM };
+  }
+}
+
+const SCALARS: Schema[] = [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }];
+const LIST_ITEM: Schema = { anyOf: SCALARS, nullable: true };
+/** A variable without a declared type is typed by its JSON value. */
+const UNDECLARED: Schema = {
+  description: 'Typed by its value: a string, a number, a boolean, null, or a list of one of them.',
+  anyOf: [...SCALARS, { type: 'array', items: LIST_ITEM }],
+  nullable: true,
+};
+
+function responseSchema(): Schema {
+  return {
+    type: 'object',
+    required: [
+      'results',
+      'columns',
+      'types',
+      'hasMore',
+      'name',
+      'endpoint_version',
+      'is_cached',
+      'last_refresh',
+      'endpoint_materialized',
+    ],
+    properties: {
+      results: {
+        type: 'array',
+        description: 'The rows, each an array of values in the order of `columns`.',
+        items: { type: 'array', items: {} },
+      },
+      columns: { type: 'array', items: { type: 'string' } },
+      types: { type: 'array', items: { type: 'string' }, description: 'ClickHouse types of the columns.' },
+      hasMore: { type: 'boolean', description: 'Whether rows follow this page.' },
+      name: { type: 'string' },
+      endpoint_version: { type: 'integer' },
+      is_cached: { type: 'boolean' },
+      last_refresh: { type: 'string', format: 'date-time', description: 'When the result was computed.' },
+      endpoint_materialized: { type: 'boolean' },
+      endpoint_materialized_at: { type: 'string', format: 'date-time', nullable: true },
+      hogql: { type: 'string' },
+      clickhouse: { type: 'string' },
+      timings: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['k', 't'],
+          properties: { k: { type: 'string' }, t: { type: 'number' } },
+        },
+      },
+    },
+  };
+}
+
+const ERROR_SCHEMA: Schema = {
+  type: 'object',
+  required: ['type', 'code', 'detail', 'attr'],
+  properties: {
+    type: { type: 'string' },
+    code: { type: 'string', description: 'Stable; what a client branches on.' },
+    detail: { type: 'string' },
+    attr: { type: 'string', nullable: true },
+  },
+};
+
+function errorResponses(): Record<string, unknown> {
+  const error = (description: string): Schema => ({
+    description,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  });
+  return {
+    '400': error('The request is invalid: a missing, unknown or invalid variable, an invalid field.'),
+    '401': error('No personal API key, or an unknown one.'),
+    '403': error('The key lacks endpoint:read, or does not reach the project.'),
+    '404': error('No such endpoint or version, or it is inactive.'),
+    '429': error('The project runs its limit of queries at once; retry after Retry-After.'),
+    '504': error('The query ran longer than the limit.'),
+  };
+}
