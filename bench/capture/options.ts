@@ -5,7 +5,11 @@
 import { parseArgs } from 'node:util';
 import type { Mode } from './payloads.ts';
 
+export type BusKind = 'embedded' | 'jetstream';
+
 export interface BenchOptions {
+  /** Embedded Weir (`weir start`) against bare uWS, or Weir's roles over NATS JetStream. @default 'embedded' */
+  readonly bus: BusKind;
   /** Modes to run. @default ['single', 'batch'] */
   readonly modes: readonly Mode[];
   /** Length of each fixed-rate run. @default 10000 */
@@ -30,9 +34,20 @@ export interface BenchOptions {
   readonly skipMax: boolean;
   /** Where results go. @default 'bench/results' */
   readonly outDir: string;
+  /** JetStream mode: batch rate of the end-to-end lag run, requests/s. @default 200 (20,000 events/s) */
+  readonly lagRate: number;
+  /** JetStream mode: length of the raw JetStream ceiling's run. @default 5000 */
+  readonly ceilingMs: number;
+}
+
+/** The rate of a mode's fixed-rate run. */
+export function fixedRate(options: BenchOptions, mode: Mode): number {
+  return mode === 'single' ? options.singleRate : options.batchRate;
 }
 
 export const USAGE = `usage: npm run bench:capture -- [flags]
+  --bus embedded|jetstream  embedded Weir vs bare uWS (default), or capture and ingest
+                            as separate processes over a local nats-server vs raw JetStream
   --mode single|batch|all   which modes to run (default all)
   --duration SECONDS        each fixed-rate run (default 10)
   --rate REQ_PER_S          single-event fixed rate (default 5000)
@@ -44,7 +59,9 @@ export const USAGE = `usage: npm run bench:capture -- [flags]
   --drain SECONDS           grace for in-flight requests after a run (default 3)
   --quiet-wait SECONDS      total wait for a quiet machine before runs, 0 = never (default 30)
   --skip-max                fixed-rate runs only
-  --out-dir DIR             results directory (default bench/results)`;
+  --out-dir DIR             results directory (default bench/results)
+  --lag-rate REQ_PER_S      jetstream: batch rate of the end-to-end lag run (default 200)
+  --ceiling SECONDS         jetstream: length of the raw JetStream ceiling run (default 5)`;
 
 function positive(name: string, raw: string | undefined, fallback: number, max: number): number {
   if (raw === undefined) return fallback;
@@ -73,6 +90,9 @@ export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
       'quiet-wait': { type: 'string' },
       'skip-max': { type: 'boolean' },
       'out-dir': { type: 'string' },
+      bus: { type: 'string' },
+      'lag-rate': { type: 'string' },
+      ceiling: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -80,9 +100,13 @@ export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
   const mode = values.mode ?? 'all';
   if (mode !== 'single' && mode !== 'batch' && mode !== 'all')
     throw new Error(`--mode must be single, batch or all, got '${mode}'`);
+  const bus = values.bus ?? 'embedded';
+  if (bus !== 'embedded' && bus !== 'jetstream')
+    throw new Error(`--bus must be embedded or jetstream, got '${bus}'`);
   const warmup = values.warmup === '0' ? 0 : positive('warmup', values.warmup, 60, 600);
   const quietWait = values['quiet-wait'] === '0' ? 0 : positive('quiet-wait', values['quiet-wait'], 30, 3600);
   return {
+    bus,
     modes: mode === 'all' ? ['single', 'batch'] : [mode],
     durationMs: positive('duration', values.duration, 10, 600) * 1000,
     singleRate: positive('rate', values.rate, 5000, 1_000_000),
@@ -95,5 +119,7 @@ export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
     quietWaitMs: quietWait * 1000,
     skipMax: values['skip-max'] ?? false,
     outDir: values['out-dir'] ?? 'bench/results',
+    lagRate: positive('lag-rate', values['lag-rate'], 200, 100_000),
+    ceilingMs: positive('ceiling', values.ceiling, 5, 600) * 1000,
   };
 }

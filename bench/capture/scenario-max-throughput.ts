@@ -2,13 +2,21 @@
  * Scenario: the most requests per second a server sustains. A closed-loop probe (every connection sends
  * again as soon as it is answered) finds where the server saturates; open-loop runs then search below that
  * rate for the highest one sustained: at least 97% of the offered rate answered 200, at most 0.1% of
- * requests failed, and p99 (measured from the due time) within the bound. A closed-loop figure alone
- * would flatter a server that stalls, since a stalled closed loop simply stops offering load.
+ * requests failed, p99 (measured from the due time) within the bound, and — behind a bus — ingest caught
+ * up within a second of the run's end. A closed-loop figure alone would flatter a server that stalls, since
+ * a stalled closed loop simply stops offering load.
  *
  * The search tries 90% of the probe first (a server that sustains that is near its ceiling), then bisects
  * between 20% and 90% three times: at most five steps, to within ~9% of the probe rate.
  */
-import { describe, measure, type BenchContext, type Measurement } from './measure.ts';
+import {
+  CATCH_UP_MS,
+  describe,
+  eventsPerRequest,
+  measure,
+  type BenchContext,
+  type Measurement,
+} from './measure.ts';
 import type { Mode } from './payloads.ts';
 import type { Target } from './targets.ts';
 
@@ -45,7 +53,18 @@ export function judgeStep(m: Measurement, rate: number, maxP99Ms: number): strin
   if (m.failed > m.load.scheduled * MAX_FAILED_FRACTION)
     reasons.push(`${m.failed} of ${m.load.scheduled} requests failed`);
   if (m.load.latency.p99 > maxP99Ms) reasons.push(`p99 ${m.load.latency.p99.toFixed(1)} ms > ${maxP99Ms} ms`);
+  if (m.caughtUp === false) reasons.push(`ingest still behind ${CATCH_UP_MS} ms after the run`);
   return reasons;
+}
+
+/**
+ * The request rate the search starts from: what the probe got answered 200 — or, behind a bus, what ingest
+ * stored, if less (capture may be acknowledged far faster than ingest keeps up).
+ */
+export function probeCeiling(saturation: Measurement): number {
+  const ok = saturation.load.okPerSecond;
+  if (saturation.caughtUp === undefined || saturation.storedEventsPerSecond === undefined) return ok;
+  return Math.min(ok, saturation.storedEventsPerSecond / eventsPerRequest(saturation.mode));
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -58,7 +77,7 @@ export async function runMaxThroughput(
   const { stepMs, maxP99Ms } = bench.options;
   const saturation = await measure(bench, target, { mode, rate: null, durationMs: stepMs });
   bench.progress(`  probe     ${describe(saturation)}`);
-  const ceiling = saturation.load.okPerSecond;
+  const ceiling = probeCeiling(saturation);
   const steps: StepResult[] = [];
   if (ceiling < MIN_SEARCH_RATE) return { saturation, steps, sustained: undefined };
 
