@@ -8,7 +8,6 @@ import type { JetStreamBenchResults, JetStreamModeResults } from './jetstream-re
 import type { LatencySummary } from './load-generator.ts';
 import { CATCH_UP_MS, type Measurement } from './measure.ts';
 import {
-  contentionNotes,
   cores,
   failures,
   int,
@@ -69,11 +68,10 @@ function runs(r: JetStreamModeResults): [string, Measurement][] {
     if (m) out.push([`${r.mode}, ${name}`, m]);
   };
   add('first sight', r.weir.fixed.firstSight);
-  add(`fixed ${r.weir.fixed.rate} req/s`, r.weir.fixed.measurement);
+  add(`fixed ${r.weir.fixed.rate} req/s${r.lag ? ' (lag sampled)' : ''}`, r.weir.fixed.measurement);
   add('closed-loop probe', r.weir.max?.saturation);
   for (const step of r.weir.max?.steps ?? [])
     add(`step ${step.rate} req/s ${step.sustained ? '✓' : '✗'}`, step.measurement);
-  if (r.lag) add(`lag run ${r.lag.rate} req/s`, r.lag.measurement);
   return out;
 }
 
@@ -153,7 +151,7 @@ function lagTable(results: JetStreamBenchResults): Table | undefined {
   return {
     title:
       'end-to-end lag (ms): capture 200 → row visible (`_inserted_at`), one tagged event every ' +
-      `${withLag[0]!.lag!.intervalMs} ms during the lag run`,
+      `${withLag[0]!.lag!.intervalMs} ms during the fixed-rate run`,
     header: [
       'run',
       'samples',
@@ -171,7 +169,7 @@ function lagTable(results: JetStreamBenchResults): Table | undefined {
       const lag = r.lag!;
       const x = lag.result;
       return [
-        `${r.mode}, ${lag.rate} req/s`,
+        `${r.mode}, ${r.weir.fixed.rate} req/s`,
         String(x.sent),
         String(x.acked),
         String(x.visible),
@@ -207,7 +205,6 @@ function notes(results: JetStreamBenchResults): string[] {
   const out: string[] = [];
   for (const r of results.modes) {
     out.push(...targetNotes(`${r.mode}, Weir over JetStream`, r.weir));
-    if (r.lag) out.push(...contentionNotes(`${r.mode}, lag run`, [r.lag.measurement]));
     const c = r.ceiling;
     if ((c.otherCpuCores ?? 0) > 0.25)
       out.push(`- ${r.mode}, ceiling: other processes used ${cores(c.otherCpuCores)} cores while it ran.`);
@@ -225,14 +222,10 @@ function markdown(results: JetStreamBenchResults, jsonName: string): string {
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
   const o = results.options;
-  const perSecond = results.modes.flatMap((r) => [
-    `- ${r.mode}, fixed ${r.weir.fixed.rate} req/s: ${r.weir.fixed.measurement.load.timeline.map((s) => ms(s.p99)).join(' ')}`,
-    ...(r.lag
-      ? [
-          `- ${r.mode}, lag run ${r.lag.rate} req/s: ${r.lag.measurement.load.timeline.map((s) => ms(s.p99)).join(' ')}`,
-        ]
-      : []),
-  ]);
+  const perSecond = results.modes.map(
+    (r) =>
+      `- ${r.mode}, fixed ${r.weir.fixed.rate} req/s: ${r.weir.fixed.measurement.load.timeline.map((s) => ms(s.p99)).join(' ')}`,
+  );
   const n = notes(results);
   return [
     '# Capture benchmark, JetStream mode (issue 3)',
@@ -252,13 +245,14 @@ function markdown(results: JetStreamBenchResults, jsonName: string): string {
     'due time) sends to capture. "Stored" is ingest\'s `weir_ingest_events_total` (committed to the store\'s',
     `commit log) from before a run until ingest caught up (the EVENTS work queue empty), at most ${CATCH_UP_MS} ms`,
     "after it, divided by the run's time plus that catch-up. A max-throughput step is sustained at ≥ 97% of",
-    `the rate answered 200, ≤ 0.1% failed, p99 ≤ ${o.maxP99Ms} ms and ingest caught up within ${CATCH_UP_MS} ms; the search`,
-    "starts from the probe's stored rate when ingest stored less than capture acknowledged.",
-    'End-to-end lag: during the lag run a sampler in the runner sends one tagged single event every',
+    `the rate answered 200, ≤ 0.1% failed, p99 ≤ ${o.maxP99Ms} ms and ingest caught up within ${CATCH_UP_MS} ms. The search`,
+    "starts from the probe's stored rate when ingest stored less than capture acknowledged, but never below",
+    'the fixed rate when ingest kept up with it (a closed-loop probe starves ingest of CPU).',
+    'End-to-end lag: during the batch fixed-rate run a sampler in the runner sends one tagged single event every',
     `${results.modes.find((r) => r.lag)?.lag?.intervalMs ?? '–'} ms (its own request) and records send and 200 times;`,
     "after ingest stopped, `weir sql` reads each tagged row's `_inserted_at` (when the store applied its block",
     'from the commit log to the table: the row visible), same machine, same clock. "All events" is the same',
-    "for every generator event of the lag run, from capture's receive time (`created_at`, ms).",
+    "for every generator event of that run, from capture's receive time (`created_at`, ms).",
     "Ceiling: the runner publishes the very messages Weir's capture makes of the generator's requests (built",
     'by its capture service and bus encoding, a unique Nats-Msg-Id each) to the same stream config, nothing',
     'consuming, before Weir starts; the stream is deleted after.',
@@ -267,7 +261,7 @@ function markdown(results: JetStreamBenchResults, jsonName: string): string {
       renderMarkdown(t),
       '',
     ]),
-    `### p99 of each second (ms; seconds past ${o.durationMs / 1000} are the drain)`,
+    `### p99 of each second of the fixed-rate runs (ms; seconds past ${o.durationMs / 1000} are the drain)`,
     '',
     ...perSecond,
     '',

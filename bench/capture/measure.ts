@@ -45,6 +45,11 @@ export interface Measurement {
   readonly weir: WeirCounters | undefined;
   /** Cores used by processes other than the bench's own during the run (other work on a shared machine). */
   readonly otherCpuCores: number | undefined;
+  /**
+   * The server was still busy with an earlier run's work when this one began (it did not settle within
+   * SETTLE_TIMEOUT_MS): its stored figure includes some of that work.
+   */
+  readonly startedBehind: boolean;
   /** Time spent waiting for a quiet machine before the run. */
   readonly quietWaitMs: number;
   /** 2 when the first attempt was contended and the run was made again. */
@@ -101,7 +106,7 @@ async function measureOnce(
   attempts: number,
 ): Promise<Measurement> {
   const { mode, rate, durationMs } = run;
-  await target.settle(SETTLE_TIMEOUT_MS);
+  const startedBehind = !(await target.settle(SETTLE_TIMEOUT_MS));
   const pids = [...target.pids, bench.generator.pid];
   const quietWaitMs = await bench.quiet.wait(pids);
   const probe = new OtherLoadProbe(pids);
@@ -150,6 +155,7 @@ async function measureOnce(
     serverCpuByRole,
     weir,
     otherCpuCores,
+    startedBehind,
     quietWaitMs,
     attempts,
   };

@@ -263,6 +263,12 @@ export function targetNotes(where: string, t: TargetResults): string[] {
         '.',
     );
   out.push(...contentionNotes(where, allRuns(t)));
+  const behind = allRuns(t).filter((m) => m.startedBehind).length;
+  if (behind > 0)
+    out.push(
+      `- ${where}: ${behind} run(s) began before the server had finished the previous run's work ` +
+        '(it did not settle in time): their stored figures include some of it.',
+    );
   return out;
 }
 

@@ -1,47 +1,46 @@
 /**
- * Scenario (JetStream mode): end-to-end lag at a fixed batch rate (200 req/s, 20,000 events/s by default).
- * The generator loads capture open loop while the lag sampler sends a tagged event every 50 ms; the lags
- * themselves are computed once Weir has stopped (see lag-sampler.ts), from the samples kept here.
+ * End-to-end lag during a run (JetStream mode, the batch fixed-rate run: 200 req/s, 20,000 events/s by
+ * default): while the generator loads capture open loop, the lag sampler sends a tagged event every 50 ms.
+ * The lags themselves are computed once Weir has stopped (see lag-sampler.ts), from the samples kept here.
  */
 import { LagSampler, type LagSample } from './lag-sampler.ts';
-import { describe, measure, type BenchContext, type Measurement } from './measure.ts';
-import { HOST, type Target } from './targets.ts';
+import type { RunSpec } from './measure.ts';
 
 export const LAG_INTERVAL_MS = 50;
 
 export interface LagRun {
-  readonly rate: number;
   readonly intervalMs: number;
-  readonly measurement: Measurement;
   readonly samples: readonly LagSample[];
   /** Wall-clock µs the sampler ran between: the events of this run. */
   readonly window: { readonly fromUs: number; readonly toUs: number };
 }
 
-export async function runLagScenario(bench: BenchContext, target: Target, rate: number): Promise<LagRun> {
-  let sampler: LagSampler | undefined;
-  let samples: LagSample[] = [];
-  const measurement = await measure(bench, target, {
-    mode: 'batch',
-    rate,
-    durationMs: bench.options.durationMs,
-    // Not made again on contention: the samples would span both attempts.
-    retryIf: () => false,
-    alongside: {
-      async start() {
-        sampler = await LagSampler.start(`http://${HOST}:${target.port}`, LAG_INTERVAL_MS);
-      },
-      async stop() {
-        samples = (await sampler?.stop()) ?? [];
-      },
-    },
-  });
-  bench.progress(`  lag run   ${describe(measurement)}, ${samples.length} lag samples`);
-  return {
-    rate,
-    intervalMs: LAG_INTERVAL_MS,
-    measurement,
-    samples,
-    window: sampler?.window ?? { fromUs: 0, toUs: 0 },
-  };
+/**
+ * Runs a sampler alongside a measured run (`RunSpec.alongside`). A run made again after contention starts
+ * it afresh: the samples kept are those of the attempt that counts.
+ */
+export class LagProbe implements NonNullable<RunSpec['alongside']> {
+  readonly #baseUrl: string;
+  #sampler: LagSampler | undefined;
+  #run: LagRun | undefined;
+
+  constructor(baseUrl: string) {
+    this.#baseUrl = baseUrl;
+  }
+
+  async start(): Promise<void> {
+    this.#sampler = await LagSampler.start(this.#baseUrl, LAG_INTERVAL_MS);
+  }
+
+  async stop(): Promise<void> {
+    const sampler = this.#sampler;
+    if (!sampler) return;
+    const samples = await sampler.stop();
+    this.#run = { intervalMs: LAG_INTERVAL_MS, samples, window: sampler.window };
+  }
+
+  /** The samples of the last run, if one ran. */
+  get run(): LagRun | undefined {
+    return this.#run;
+  }
 }

@@ -73,11 +73,13 @@ export async function runMaxThroughput(
   bench: BenchContext,
   target: Target,
   mode: Mode,
+  /** A rate already known to be sustained, or nearly: the search starts no lower. */
+  floorRate = 0,
 ): Promise<MaxThroughputResult> {
   const { stepMs, maxP99Ms } = bench.options;
   const saturation = await measure(bench, target, { mode, rate: null, durationMs: stepMs });
   bench.progress(`  probe     ${describe(saturation)}`);
-  const ceiling = probeCeiling(saturation);
+  const ceiling = Math.max(probeCeiling(saturation), floorRate);
   const steps: StepResult[] = [];
   if (ceiling < MIN_SEARCH_RATE) return { saturation, steps, sustained: undefined };
 
