@@ -2,7 +2,7 @@
  * One measured run against one server: the server's counters and CPU before and after, the generator's
  * run in between. Every scenario is made of these, so every figure in the report is computed one way.
  */
-import type { GeneratorClient } from './generator-client.ts';
+import type { GeneratorClient, GeneratorRun } from './generator-client.ts';
 import type { LoadResult } from './load-generator.ts';
 import { CONTENDED_CORES, OtherLoadProbe, type QuietGate } from './machine-load.ts';
 import type { BenchOptions } from './options.ts';
@@ -112,17 +112,22 @@ async function measureOnce(
   const probe = new OtherLoadProbe(pids);
   const before = await target.snapshot();
   await run.alongside?.start();
-  const { result: load, meanBodyBytes } = await bench.generator.run({
-    host: HOST,
-    port: target.port,
-    mode,
-    rate,
-    durationMs,
-    connections: bench.options.connections,
-    drainMs: bench.options.drainMs,
-    maxRequests: run.maxRequests ?? null,
-  });
-  await run.alongside?.stop();
+  let generated: GeneratorRun;
+  try {
+    generated = await bench.generator.run({
+      host: HOST,
+      port: target.port,
+      mode,
+      rate,
+      durationMs,
+      connections: bench.options.connections,
+      drainMs: bench.options.drainMs,
+      maxRequests: run.maxRequests ?? null,
+    });
+  } finally {
+    await run.alongside?.stop();
+  }
+  const { result: load, meanBodyBytes } = generated;
   let catchUpMs: number | undefined;
   let caughtUp: boolean | undefined;
   if (target.decoupled) {
