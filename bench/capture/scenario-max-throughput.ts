@@ -7,7 +7,8 @@
  * a stalled closed loop simply stops offering load.
  *
  * The search tries 90% of the probe first (a server that sustains that is near its ceiling), then bisects
- * between 20% and 90% three times: at most five steps, to within ~9% of the probe rate.
+ * between 20% and 90% three times: at most five steps, to within ~9% of the probe rate. Behind a bus,
+ * where the probe can understate what is sustained, a sustained first step is followed by a climb.
  */
 import {
   CATCH_UP_MS,
@@ -27,6 +28,9 @@ const MIN_OK_FRACTION = 0.97;
 const MAX_FAILED_FRACTION = 0.001;
 /** Below this a saturation probe found a broken server, not a slow one: there is nothing to search. */
 const MIN_SEARCH_RATE = 50;
+/** Behind a bus: how many times, and by what factor, the rate goes up after a sustained first step. */
+const CLIMBS = 3;
+const CLIMB_FACTOR = 1.5;
 /** Lets the server settle (GC, store merges) between steps so one step's debt is not billed to the next. */
 const PAUSE_MS = 500;
 
@@ -69,6 +73,30 @@ export function probeCeiling(saturation: Measurement): number {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Behind a bus the probe can understate the ceiling (capture and ingest share the cores, and a closed loop
+ * lets capture starve ingest), so a sustained first step is not taken as "near the ceiling": the rate goes
+ * up by half while steps hold (at most CLIMBS times), then bisects once between the last step that held
+ * and the first that did not.
+ */
+async function climb(held: StepResult, tryRate: (rate: number) => Promise<StepResult>): Promise<StepResult> {
+  let best = held;
+  let failedRate: number | undefined;
+  for (let i = 0; i < CLIMBS && failedRate === undefined; i++) {
+    const step = await tryRate(Math.round(best.rate * CLIMB_FACTOR));
+    if (step.sustained) best = step;
+    else failedRate = step.rate;
+  }
+  if (failedRate !== undefined) {
+    const mid = Math.round((best.rate + failedRate) / 2);
+    if (mid > best.rate && mid < failedRate) {
+      const step = await tryRate(mid);
+      if (step.sustained) best = step;
+    }
+  }
+  return best;
+}
+
 export async function runMaxThroughput(
   bench: BenchContext,
   target: Target,
@@ -83,9 +111,8 @@ export async function runMaxThroughput(
   const steps: StepResult[] = [];
   if (ceiling < MIN_SEARCH_RATE) return { saturation, steps, sustained: undefined };
 
-  const tryFraction = async (fraction: number): Promise<StepResult> => {
+  const tryRate = async (rate: number): Promise<StepResult> => {
     await sleep(PAUSE_MS);
-    const rate = Math.round(ceiling * fraction);
     const failing = (m: Measurement): boolean => judgeStep(m, rate, maxP99Ms).length > 0;
     const measurement = await measure(bench, target, { mode, rate, durationMs: stepMs, retryIf: failing });
     const reasons = judgeStep(measurement, rate, maxP99Ms);
@@ -96,9 +123,11 @@ export async function runMaxThroughput(
     );
     return step;
   };
+  const tryFraction = (fraction: number): Promise<StepResult> => tryRate(Math.round(ceiling * fraction));
 
   const first = await tryFraction(FIRST_FRACTION);
-  if (first.sustained) return { saturation, steps, sustained: first };
+  if (first.sustained)
+    return { saturation, steps, sustained: target.decoupled ? await climb(first, tryRate) : first };
   let best: StepResult | undefined;
   let lo = LOWEST_FRACTION;
   let hi = FIRST_FRACTION;
