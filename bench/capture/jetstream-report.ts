@@ -4,7 +4,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import type { CeilingResult } from './jetstream-ceiling.ts';
-import type { JetStreamBenchResults, JetStreamModeResults } from './jetstream-results.ts';
+import type { JetStreamBenchResults, JetStreamModeResults, LagMeasured } from './jetstream-results.ts';
 import type { LatencySummary } from './load-generator.ts';
 import { CATCH_UP_MS, type Measurement } from './measure.ts';
 import {
@@ -144,14 +144,19 @@ function ratioTable(results: JetStreamBenchResults): Table {
 }
 
 function lagTable(results: JetStreamBenchResults): Table | undefined {
-  const withLag = results.modes.filter((r) => r.lag);
-  if (withLag.length === 0) return undefined;
+  const rows: [string, LagMeasured][] = [];
+  for (const r of results.modes) {
+    if (r.lag) rows.push([`${r.mode}, fixed ${r.weir.fixed.rate} req/s`, r.lag]);
+    const s = r.weir.max?.sustained;
+    if (s && r.sustainedLag) rows.push([`${r.mode}, sustained ${s.rate} req/s`, r.sustainedLag]);
+  }
+  if (rows.length === 0) return undefined;
   const l = (s: LatencySummary | undefined, p: 'p50' | 'p90' | 'p99' | 'max'): string =>
     s && s.count > 0 ? ms(s[p]) : '–';
   return {
     title:
       'end-to-end lag (ms): capture 200 → row visible (`_inserted_at`), one tagged event every ' +
-      `${withLag[0]!.lag!.intervalMs} ms during the fixed-rate run`,
+      `${rows[0]![1].intervalMs} ms during the run`,
     header: [
       'run',
       'samples',
@@ -165,23 +170,19 @@ function lagTable(results: JetStreamBenchResults): Table | undefined {
       'sampler capture p50/p99',
       'all events: received→visible p50/p99 (n)',
     ],
-    rows: withLag.map((r) => {
-      const lag = r.lag!;
-      const x = lag.result;
-      return [
-        `${r.mode}, ${r.weir.fixed.rate} req/s`,
-        String(x.sent),
-        String(x.acked),
-        String(x.visible),
-        l(x.lag, 'p50'),
-        l(x.lag, 'p90'),
-        l(x.lag, 'p99'),
-        l(x.lag, 'max'),
-        l(x.sendToVisible, 'p99'),
-        `${l(x.capture, 'p50')}/${l(x.capture, 'p99')}`,
-        x.allEvents ? `${ms(x.allEvents.p50)}/${ms(x.allEvents.p99)} (${int(x.allEvents.count)})` : '–',
-      ];
-    }),
+    rows: rows.map(([name, { result: x }]) => [
+      name,
+      String(x.sent),
+      String(x.acked),
+      String(x.visible),
+      l(x.lag, 'p50'),
+      l(x.lag, 'p90'),
+      l(x.lag, 'p99'),
+      l(x.lag, 'max'),
+      l(x.sendToVisible, 'p99'),
+      `${l(x.capture, 'p50')}/${l(x.capture, 'p99')}`,
+      x.allEvents ? `${ms(x.allEvents.p50)}/${ms(x.allEvents.p99)} (${int(x.allEvents.count)})` : '–',
+    ]),
   };
 }
 
@@ -249,7 +250,7 @@ function markdown(results: JetStreamBenchResults, jsonName: string): string {
     "starts from the probe's stored rate when ingest stored less than capture acknowledged, but never below",
     'the fixed rate when ingest kept up with it (a closed-loop probe starves ingest of CPU); when the first',
     'step (90%) holds, the rate climbs by half while steps hold (≤ 3 times), then bisects once.',
-    'End-to-end lag: during the batch fixed-rate run a sampler in the runner sends one tagged single event every',
+    'End-to-end lag: during the batch fixed-rate run (and each max-throughput step) a sampler in the runner sends one tagged single event every',
     `${results.modes.find((r) => r.lag)?.lag?.intervalMs ?? '–'} ms (its own request) and records send and 200 times;`,
     "after ingest stopped, `weir sql` reads each tagged row's `_inserted_at` (when the store applied its block",
     'from the commit log to the table: the row visible), same machine, same clock. "All events" is the same',

@@ -9,12 +9,17 @@ import type { Mode } from './payloads.ts';
 import type { TargetCheck, TargetResults } from './results.ts';
 import type { LagRun } from './scenario-lag.ts';
 
+/** Samples taken during a run, and the lags computed from them once ingest had stopped. */
+export type LagMeasured = LagRun & { readonly result: LagResult };
+
 export interface JetStreamModeResults {
   readonly mode: Mode;
   readonly ceiling: CeilingResult;
   readonly weir: TargetResults;
   /** Batch mode only: the lag sampled during the fixed-rate run, and the lags computed from it. */
-  readonly lag: (LagRun & { readonly result: LagResult }) | undefined;
+  readonly lag: LagMeasured | undefined;
+  /** Batch mode only: the lag sampled during the highest max-throughput step sustained. */
+  readonly sustainedLag: LagMeasured | undefined;
   /** Weir's highest sustained stored events/s ÷ the ceiling's events/s. */
   readonly ratio: number | undefined;
 }

@@ -13,6 +13,7 @@ import {
   checkJetStreamTargets,
   type JetStreamBenchResults,
   type JetStreamModeResults,
+  type LagMeasured,
 } from './jetstream-results.ts';
 import { startWeirJetStream } from './jetstream-target.ts';
 import { lagResult } from './lag-sampler.ts';
@@ -23,7 +24,7 @@ import type { Mode } from './payloads.ts';
 import { commandLine, machineInfo, weirRevision } from './results.ts';
 import { HOST } from './targets.ts';
 import { runFixedRate } from './scenario-fixed-rate.ts';
-import { LagProbe } from './scenario-lag.ts';
+import { LagProbe, type LagRun } from './scenario-lag.ts';
 import { runMaxThroughput } from './scenario-max-throughput.ts';
 
 async function measureMode(bench: BenchContext, mode: Mode): Promise<JetStreamModeResults> {
@@ -42,31 +43,49 @@ async function measureMode(bench: BenchContext, mode: Mode): Promise<JetStreamMo
     const weir = await startWeirJetStream(nats);
     let exit: number | string;
     let fixed, max;
-    // Batch mode: the fixed-rate run (20,000 events/s by default) is where issue 3 bounds the lag.
-    const lagProbe = mode === 'batch' ? new LagProbe(`http://${HOST}:${weir.port}`) : undefined;
+    // Batch mode: the fixed-rate run (20,000 events/s by default) is where issue 3 bounds the lag; it is
+    // also sampled during each max-throughput step, to give the lag at the highest rate sustained.
+    const url = `http://${HOST}:${weir.port}`;
+    const lagProbe = mode === 'batch' ? new LagProbe(url) : undefined;
+    const stepProbes = new Map<number, LagProbe>();
+    const probeStep = (rate: number): LagProbe => {
+      const probe = new LagProbe(url);
+      stepProbes.set(rate, probe);
+      return probe;
+    };
     try {
       fixed = await runFixedRate(bench, weir, mode, fixedRate(options, mode), lagProbe);
       // The fixed rate, if ingest kept up with it, is a floor for the search: a closed-loop probe can
       // starve ingest of CPU and understate what the roles sustain together.
       max = options.skipMax
         ? undefined
-        : await runMaxThroughput(bench, weir, mode, fixed.measurement.caughtUp ? fixed.rate : 0);
+        : await runMaxThroughput(
+            bench,
+            weir,
+            mode,
+            fixed.measurement.caughtUp ? fixed.rate : 0,
+            lagProbe ? probeStep : undefined,
+          );
     } finally {
       exit = await weir.stop();
     }
     try {
-      const lagRun = lagProbe?.run;
-      const lag = lagRun && {
-        ...lagRun,
-        result: await lagResult(lagRun.samples, lagRun.window, lagRun.intervalMs, (sql) => weir.sql(sql)),
-      };
-      if (lag)
+      const lags = async (run: LagRun | undefined, name: string): Promise<LagMeasured | undefined> => {
+        if (!run) return undefined;
+        const result = await lagResult(run.samples, run.window, run.intervalMs, (sql) => weir.sql(sql));
         bench.progress(
-          `  lag       ack → visible p50 ${lag.result.lag.p50} ms, p99 ${lag.result.lag.p99} ms ` +
-            `(${lag.result.visible} of ${lag.result.acked} samples visible)`,
+          `  lag       ${name}: ack → visible p50 ${result.lag.p50} ms, p99 ${result.lag.p99} ms ` +
+            `(${result.visible} of ${result.acked} samples visible)`,
         );
+        return { ...run, result };
+      };
+      const lag = await lags(lagProbe?.run, `fixed ${fixed.rate} req/s`);
+      const sustained = max?.sustained;
+      const sustainedLag = sustained
+        ? await lags(stepProbes.get(sustained.rate)?.run, `sustained ${sustained.rate} req/s`)
+        : undefined;
       const results = { fixed, max, log: weir.log(), exit };
-      return { mode, ceiling, weir: results, lag, ratio: ceilingRatio(results, ceiling) };
+      return { mode, ceiling, weir: results, lag, sustainedLag, ratio: ceilingRatio(results, ceiling) };
     } finally {
       weir.removeData();
     }

@@ -17,6 +17,7 @@ import {
   measure,
   type BenchContext,
   type Measurement,
+  type RunSpec,
 } from './measure.ts';
 import type { Mode } from './payloads.ts';
 import type { Target } from './targets.ts';
@@ -103,6 +104,8 @@ export async function runMaxThroughput(
   mode: Mode,
   /** A rate already known to be sustained, or nearly: the search starts no lower. */
   floorRate = 0,
+  /** Something to run alongside each step (not the probe), made afresh for each step's rate. */
+  alongsideStep?: (rate: number) => RunSpec['alongside'],
 ): Promise<MaxThroughputResult> {
   const { stepMs, maxP99Ms } = bench.options;
   const saturation = await measure(bench, target, { mode, rate: null, durationMs: stepMs });
@@ -114,7 +117,13 @@ export async function runMaxThroughput(
   const tryRate = async (rate: number): Promise<StepResult> => {
     await sleep(PAUSE_MS);
     const failing = (m: Measurement): boolean => judgeStep(m, rate, maxP99Ms).length > 0;
-    const measurement = await measure(bench, target, { mode, rate, durationMs: stepMs, retryIf: failing });
+    const measurement = await measure(bench, target, {
+      mode,
+      rate,
+      durationMs: stepMs,
+      retryIf: failing,
+      alongside: alongsideStep?.(rate),
+    });
     const reasons = judgeStep(measurement, rate, maxP99Ms);
     const step: StepResult = { rate, sustained: reasons.length === 0, reasons, measurement };
     steps.push(step);
