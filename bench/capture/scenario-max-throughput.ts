@@ -3,7 +3,7 @@
  * again as soon as it is answered) finds where the server saturates; open-loop runs then search below that
  * rate for the highest one sustained: at least 97% of the offered rate answered 200, at most 0.1% of
  * requests failed, p99 (measured from the due time) within the bound, and — behind a bus — ingest caught
- * up within a second of the run's end. A closed-loop figure alone would flatter a server that stalls, since
+ * up soon after the run's end (measure.ts: catchUpAllowance). A closed-loop figure alone would flatter a server that stalls, since
  * a stalled closed loop simply stops offering load.
  *
  * The search tries 90% of the probe first (a server that sustains that is near its ceiling), then bisects
@@ -11,7 +11,6 @@
  * where the probe can understate what is sustained, a sustained first step is followed by a climb.
  */
 import {
-  CATCH_UP_MS,
   describe,
   eventsPerRequest,
   measure,
@@ -58,7 +57,7 @@ export function judgeStep(m: Measurement, rate: number, maxP99Ms: number): strin
   if (m.failed > m.load.scheduled * MAX_FAILED_FRACTION)
     reasons.push(`${m.failed} of ${m.load.scheduled} requests failed`);
   if (m.load.latency.p99 > maxP99Ms) reasons.push(`p99 ${m.load.latency.p99.toFixed(1)} ms > ${maxP99Ms} ms`);
-  if (m.caughtUp === false) reasons.push(`ingest still behind ${CATCH_UP_MS} ms after the run`);
+  if (m.caughtUp === false) reasons.push(`ingest still behind ${m.catchUpAllowanceMs} ms after the run`);
   return reasons;
 }
 
