@@ -86,7 +86,7 @@ export interface LoadResult {
 const CONNECT_TIMEOUT_MS = 5000;
 const TICK_MS = 1;
 
-function histogram(digits: 2 | 3 = 3): Histogram {
+export function histogram(digits: 2 | 3 = 3): Histogram {
   // Microseconds, growing as needed: a stalled server can take seconds.
   return build({
     lowestDiscernibleValue: 1,
@@ -154,7 +154,8 @@ class Timeline {
   }
 }
 
-function summarize(h: Histogram): LatencySummary {
+/** Percentiles of a histogram of microseconds, in milliseconds. */
+export function summarize(h: Histogram): LatencySummary {
   const ms = (us: number): number => Math.round(us) / 1000;
   return {
     p50: ms(h.getValueAtPercentile(50)),

@@ -2,7 +2,7 @@
  * One measured run against one server: the server's counters and CPU before and after, the generator's
  * run in between. Every scenario is made of these, so every figure in the report is computed one way.
  */
-import type { GeneratorClient } from './generator-client.ts';
+import type { GeneratorClient, GeneratorRun } from './generator-client.ts';
 import type { LoadResult } from './load-generator.ts';
 import { CONTENDED_CORES, OtherLoadProbe, type QuietGate } from './machine-load.ts';
 import type { BenchOptions } from './options.ts';
@@ -25,16 +25,33 @@ export interface Measurement {
   readonly meanBodyBytes: number;
   /** Events in requests answered 200, per second. */
   readonly okEventsPerSecond: number;
-  /** Events Weir committed during the run, per second (weir_ingest_events_total); undefined for bare uWS. */
+  /**
+   * Events Weir committed during the run, per second (weir_ingest_events_total); undefined for bare uWS.
+   * With a bus between capture and ingest, counted until ingest caught up (at most `catchUpAllowanceMs`
+   * after the run) and divided by the run's time plus that catch-up.
+   */
   readonly storedEventsPerSecond: number | undefined;
+  /** With a bus: how long after the run ingest took to store everything answered 200; undefined without. */
+  readonly catchUpMs: number | undefined;
+  /** With a bus: whether ingest caught up within the allowance (if not, the rate was not sustained). */
+  readonly caughtUp: boolean | undefined;
+  /** With a bus: how long ingest was given to catch up (catchUpAllowance of the run's duration). */
+  readonly catchUpAllowanceMs: number | undefined;
   /** Requests not answered 200 for any reason: 503, other status, lost connection, timeout, never sent. */
   readonly failed: number;
   /** Server CPU during the run, in cores (2.0 = both cores of this machine). */
   readonly serverCpuCores: number | undefined;
+  /** The same by process, for a server made of several (capture, ingest, nats-server). */
+  readonly serverCpuByRole: Readonly<Record<string, number | undefined>>;
   /** What Weir's counters moved by during the run. */
   readonly weir: WeirCounters | undefined;
   /** Cores used by processes other than the bench's own during the run (other work on a shared machine). */
   readonly otherCpuCores: number | undefined;
+  /**
+   * The server was still busy with an earlier run's work when this one began (it did not settle within
+   * SETTLE_TIMEOUT_MS): its stored figure includes some of that work.
+   */
+  readonly startedBehind: boolean;
   /** Time spent waiting for a quiet machine before the run. */
   readonly quietWaitMs: number;
   /** 2 when the first attempt was contended and the run was made again. */
@@ -45,6 +62,16 @@ const MIN_CPU_SECONDS = 0.5;
 
 /** The longest a run waits for the server to finish an earlier run's leftovers. */
 const SETTLE_TIMEOUT_MS = 30_000;
+
+/**
+ * With a bus: how long after a run ingest may take to store what was answered 200 and still count as
+ * keeping up — a tenth of the run (at least 250 ms, for the pipeline's own latency): ingest then stored at
+ * least ~90% as fast as capture acknowledged. A fixed second would pass a 3-second step offered a third
+ * more than ingest takes.
+ */
+export function catchUpAllowance(durationMs: number): number {
+  return Math.max(250, Math.round(durationMs / 10));
+}
 
 export function contended(m: Measurement): boolean {
   return (m.otherCpuCores ?? 0) > CONTENDED_CORES;
@@ -60,6 +87,8 @@ export interface RunSpec {
   readonly maxRequests?: number;
   /** Whether a contended run should be made again; by default, always. */
   readonly retryIf?: (m: Measurement) => boolean;
+  /** Something to run exactly while the generator does (started just before it, stopped just after). */
+  readonly alongside?: { start(): Promise<void>; stop(): Promise<void> };
 }
 
 export function eventsPerRequest(mode: Mode): number {
@@ -86,42 +115,63 @@ async function measureOnce(
   attempts: number,
 ): Promise<Measurement> {
   const { mode, rate, durationMs } = run;
-  await target.settle(SETTLE_TIMEOUT_MS);
-  const pids = [target.pid, bench.generator.pid];
+  const startedBehind = !(await target.settle(SETTLE_TIMEOUT_MS));
+  const pids = [...target.pids, bench.generator.pid];
   const quietWaitMs = await bench.quiet.wait(pids);
   const probe = new OtherLoadProbe(pids);
   const before = await target.snapshot();
-  const { result: load, meanBodyBytes } = await bench.generator.run({
-    host: HOST,
-    port: target.port,
-    mode,
-    rate,
-    durationMs,
-    connections: bench.options.connections,
-    drainMs: bench.options.drainMs,
-    maxRequests: run.maxRequests ?? null,
-  });
+  await run.alongside?.start();
+  let generated: GeneratorRun;
+  try {
+    generated = await bench.generator.run({
+      host: HOST,
+      port: target.port,
+      mode,
+      rate,
+      durationMs,
+      connections: bench.options.connections,
+      drainMs: bench.options.drainMs,
+      maxRequests: run.maxRequests ?? null,
+    });
+  } finally {
+    await run.alongside?.stop();
+  }
+  const { result: load, meanBodyBytes } = generated;
+  let catchUpMs: number | undefined;
+  let caughtUp: boolean | undefined;
+  const catchUpAllowanceMs = target.decoupled ? catchUpAllowance(durationMs) : undefined;
+  if (catchUpAllowanceMs !== undefined) {
+    const started = performance.now();
+    caughtUp = await target.settle(catchUpAllowanceMs);
+    catchUpMs = performance.now() - started;
+  }
   const after = await target.snapshot();
   const otherCpuCores = probe.otherCores();
-  const seconds = load.elapsedMs / 1000;
+  const seconds = (load.elapsedMs + (catchUpMs ?? 0)) / 1000;
   const weir = after.weir && before.weir ? diffCounters(after.weir, before.weir) : undefined;
   // /proc counts CPU in 10 ms ticks: over a run shorter than half a second the figure would be noise.
-  const cpu =
-    after.cpuSeconds !== undefined && before.cpuSeconds !== undefined && seconds >= MIN_CPU_SECONDS
-      ? (after.cpuSeconds - before.cpuSeconds) / seconds
-      : undefined;
+  const cores = (a: number | undefined, b: number | undefined): number | undefined =>
+    a !== undefined && b !== undefined && seconds >= MIN_CPU_SECONDS ? (a - b) / seconds : undefined;
+  const serverCpuByRole: Record<string, number | undefined> = {};
+  for (const [role, cpu] of Object.entries(after.cpuSecondsByRole))
+    serverCpuByRole[role] = cores(cpu, before.cpuSecondsByRole[role]);
   const otherStatuses = Object.values(load.otherStatus).reduce((a, b) => a + b, 0);
   return {
     target: target.kind,
     mode,
     load,
     meanBodyBytes,
-    okEventsPerSecond: (load.ok * eventsPerRequest(mode)) / seconds,
+    okEventsPerSecond: (load.ok * eventsPerRequest(mode)) / (load.elapsedMs / 1000),
     storedEventsPerSecond: weir ? weir.storedEvents / seconds : undefined,
+    catchUpMs,
+    caughtUp,
+    catchUpAllowanceMs,
     failed: load.unavailable + otherStatuses + load.connectionErrors + load.timedOut + load.unsent,
-    serverCpuCores: cpu,
+    serverCpuCores: cores(after.cpuSeconds, before.cpuSeconds),
+    serverCpuByRole,
     weir,
     otherCpuCores,
+    startedBehind,
     quietWaitMs,
     attempts,
   };
@@ -132,10 +182,19 @@ export function describe(m: Measurement): string {
   const rate = m.load.spec.rate === null ? 'closed loop' : `${m.load.spec.rate} req/s`;
   const stored =
     m.storedEventsPerSecond === undefined ? '' : `, ${Math.round(m.storedEventsPerSecond)} ev/s stored`;
+  const caughtUp =
+    m.caughtUp === undefined
+      ? ''
+      : m.caughtUp
+        ? ` (caught up in ${Math.round(m.catchUpMs ?? 0)} ms)`
+        : ` (ingest NOT caught up ${m.catchUpAllowanceMs} ms after)`;
+  const roles = Object.entries(m.serverCpuByRole)
+    .map(([role, cores]) => `${role} ${cores?.toFixed(2)}`)
+    .join(' ');
   return (
-    `${m.target} ${m.mode} @ ${rate}: ${Math.round(m.load.okPerSecond)} ok/s${stored}, ` +
+    `${m.target} ${m.mode} @ ${rate}: ${Math.round(m.load.okPerSecond)} ok/s${stored}${caughtUp}, ` +
     `p50 ${m.load.latency.p50} ms, p99 ${m.load.latency.p99} ms, p99.9 ${m.load.latency.p999} ms, ` +
-    `failed ${m.failed}, cpu server ${m.serverCpuCores?.toFixed(2)} gen ${m.load.generatorCpuCores.toFixed(2)} ` +
-    `other ${m.otherCpuCores?.toFixed(2)}`
+    `failed ${m.failed}, cpu server ${m.serverCpuCores?.toFixed(2)}${roles ? ` (${roles})` : ''} ` +
+    `gen ${m.load.generatorCpuCores.toFixed(2)} other ${m.otherCpuCores?.toFixed(2)}`
   );
 }

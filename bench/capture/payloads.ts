@@ -55,14 +55,19 @@ function request(host: string, path: string, body: string): Buffer {
   return Buffer.concat([Buffer.from(head, 'latin1'), bytes]);
 }
 
-/** Every distinct id appears once per cycle of requests, in both modes. */
-export function buildPayloads(mode: Mode, host: string): Payloads {
+/** The JSON bodies of one cycle of requests: every distinct id appears once per cycle, in both modes. */
+export function buildBodies(mode: Mode): string[] {
   const bodies: string[] = [];
   if (mode === 'single') {
     for (let n = 0; n < DISTINCT_IDS; n++) bodies.push(singleBody(n));
   } else {
     for (let first = 0; first < DISTINCT_IDS; first += EVENTS_PER_BATCH) bodies.push(batchBody(first));
   }
+  return bodies;
+}
+
+export function buildPayloads(mode: Mode, host: string): Payloads {
+  const bodies = buildBodies(mode);
   const path = MODE_PATH[mode];
   const requests = bodies.map((body) => request(host, path, body));
   const totalBody = bodies.reduce((sum, body) => sum + Buffer.byteLength(body), 0);

@@ -7,22 +7,22 @@ import { join, resolve } from 'node:path';
 import { REPO_ROOT } from './child-processes.ts';
 import { contended, type Measurement } from './measure.ts';
 import { latencyPlot } from './latency-plot.ts';
-import type { BenchResults, ModeResults, TargetResults } from './results.ts';
+import type { BenchResults, ModeResults, TargetCheck, TargetResults } from './results.ts';
 
-interface Table {
+export interface Table {
   readonly title: string;
   readonly header: readonly string[];
   readonly rows: readonly (readonly string[])[];
 }
 
-const int = (n: number | undefined): string =>
+export const int = (n: number | undefined): string =>
   n === undefined ? '–' : Math.round(n).toLocaleString('en-US');
-const ms = (n: number): string => (n < 10 ? n.toFixed(2) : n.toFixed(1));
-const cores = (n: number | undefined): string => (n === undefined ? '–' : n.toFixed(2));
-const times = (n: number | undefined): string => (n === undefined ? '–' : `${n.toFixed(2)}×`);
-const pct = (n: number | undefined): string => (n === undefined ? '–' : `${(n * 100).toFixed(1)}%`);
+export const ms = (n: number): string => (n < 10 ? n.toFixed(2) : n.toFixed(1));
+export const cores = (n: number | undefined): string => (n === undefined ? '–' : n.toFixed(2));
+export const times = (n: number | undefined): string => (n === undefined ? '–' : `${n.toFixed(2)}×`);
+export const pct = (n: number | undefined): string => (n === undefined ? '–' : `${(n * 100).toFixed(1)}%`);
 
-function failures(m: Measurement): string {
+export function failures(m: Measurement): string {
   const l = m.load;
   const parts: string[] = [];
   if (l.unavailable) parts.push(`503×${l.unavailable}`);
@@ -129,23 +129,19 @@ function tables(results: BenchResults): Table[] {
     out.push(fixedTable(r));
     if (r.bare.max || r.weir.max) out.push(maxTable(r));
   }
-  out.push(writerTable(results));
+  out.push(writerTable(results.modes.flatMap(weirRuns)));
   return out;
 }
 
-function targetsTable(results: BenchResults): Table {
+export function targetsTable(title: string, targets: readonly TargetCheck[]): Table {
   return {
-    title: 'targets (issue 2)',
+    title,
     header: ['target', 'measured', 'met'],
-    rows: results.targets.map((t) => [
-      t.target,
-      t.measured,
-      t.met === undefined ? 'not run' : t.met ? 'yes' : 'NO',
-    ]),
+    rows: targets.map((t) => [t.target, t.measured, t.met === undefined ? 'not run' : t.met ? 'yes' : 'NO']),
   };
 }
 
-function renderText(t: Table): string {
+export function renderText(t: Table): string {
   const widths = t.header.map((h, i) => Math.max(h.length, ...t.rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]): string =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
@@ -154,7 +150,7 @@ function renderText(t: Table): string {
   );
 }
 
-function renderMarkdown(t: Table): string {
+export function renderMarkdown(t: Table): string {
   const line = (cells: readonly string[]): string => `| ${cells.join(' | ')} |`;
   const align = t.header.map((_, i) => (i === 0 ? '---' : '---:'));
   return [`### ${t.title}`, '', line(t.header), line(align), ...t.rows.map(line)].join('\n');
@@ -162,38 +158,46 @@ function renderMarkdown(t: Table): string {
 
 export function consoleReport(results: BenchResults): string {
   // Targets last: the verdict is what stays on screen when the run ends.
-  return [...tables(results), targetsTable(results)].map(renderText).join('\n\n');
+  return [...tables(results), targetsTable('targets (issue 2)', results.targets)]
+    .map(renderText)
+    .join('\n\n');
 }
 
-function writerTable(results: BenchResults): Table {
+/** Weir's runs of one mode, named for the tables: first sight, fixed, probe, sustained. */
+export function weirRuns(r: {
+  readonly mode: string;
+  readonly weir: TargetResults;
+}): [string, Measurement | undefined][] {
+  return [
+    [`${r.mode}, first sight`, r.weir.fixed.firstSight],
+    [`${r.mode}, fixed ${r.weir.fixed.rate} req/s`, r.weir.fixed.measurement],
+    [`${r.mode}, closed-loop probe`, r.weir.max?.saturation],
+    [`${r.mode}, sustained ${int(r.weir.max?.sustained?.rate)} req/s`, r.weir.max?.sustained?.measurement],
+  ];
+}
+
+/** What Weir's group-commit writer did during each named run, from its /metrics. */
+export function writerTable(runs: readonly (readonly [string, Measurement | undefined])[]): Table {
   const rows: string[][] = [];
-  for (const r of results.modes) {
-    const runs: [string, Measurement | undefined][] = [
-      ['first sight', r.weir.fixed.firstSight],
-      [`fixed ${r.weir.fixed.rate} req/s`, r.weir.fixed.measurement],
-      ['closed-loop probe', r.weir.max?.saturation],
-      [`sustained ${int(r.weir.max?.sustained?.rate)} req/s`, r.weir.max?.sustained?.measurement],
-    ];
-    for (const [name, m] of runs) {
-      const w = m?.weir;
-      if (!m || !w) continue;
-      const inserts = w.inserts['events'] ?? 0;
-      const seconds = Object.values(w.insertSeconds).reduce((a, b) => a + b, 0);
-      const others = Object.entries(w.inserts)
-        .filter(([table]) => table !== 'events')
-        .map(([table, n]) => `${table} ${n}`)
-        .join(', ');
-      rows.push([
-        `${r.mode}, ${name}`,
-        int(inserts),
-        int(inserts ? (w.insertRows['events'] ?? 0) / inserts : undefined),
-        inserts ? ms(((w.insertSeconds['events'] ?? 0) * 1000) / inserts) : '–',
-        pct(seconds / (m.load.elapsedMs / 1000)),
-        others || '–',
-        String(w.insertErrors),
-        `${ms(w.eventLoopLagP99 * 1000)}/${ms(w.eventLoopLagMax * 1000)}`,
-      ]);
-    }
+  for (const [name, m] of runs) {
+    const w = m?.weir;
+    if (!m || !w) continue;
+    const inserts = w.inserts['events'] ?? 0;
+    const seconds = Object.values(w.insertSeconds).reduce((a, b) => a + b, 0);
+    const others = Object.entries(w.inserts)
+      .filter(([table]) => table !== 'events')
+      .map(([table, n]) => `${table} ${n}`)
+      .join(', ');
+    rows.push([
+      name,
+      int(inserts),
+      int(inserts ? (w.insertRows['events'] ?? 0) / inserts : undefined),
+      inserts ? ms(((w.insertSeconds['events'] ?? 0) * 1000) / inserts) : '–',
+      pct(seconds / (m.load.elapsedMs / 1000)),
+      others || '–',
+      String(w.insertErrors),
+      `${ms(w.eventLoopLagP99 * 1000)}/${ms(w.eventLoopLagMax * 1000)}`,
+    ]);
   }
   return {
     title: "Weir's group-commit writer during the runs (from its /metrics)",
@@ -211,7 +215,7 @@ function writerTable(results: BenchResults): Table {
   };
 }
 
-function allRuns(t: TargetResults): Measurement[] {
+export function allRuns(t: TargetResults): Measurement[] {
   return [
     ...(t.fixed.firstSight ? [t.fixed.firstSight] : []),
     t.fixed.measurement,
@@ -241,6 +245,44 @@ function generatorNote(r: ModeResults): string | undefined {
   return `- ${r.mode}, bare uWS: ${figures}; ${verdict}.`;
 }
 
+/** Notes on one server's runs: how it exited, what it logged, failed steps, stalls, contended runs. */
+export function targetNotes(where: string, t: TargetResults): string[] {
+  const out: string[] = [];
+  if (t.exit !== 0) out.push(`- ${where}: exited with ${t.exit} on SIGTERM (expected 0).`);
+  if (t.log.warnings > 0)
+    out.push(`- ${where}: ${t.log.warnings} warn/error log lines, e.g. \`${t.log.samples[0] ?? ''}\``);
+  const failedSteps = (t.max?.steps ?? []).filter((s) => !s.sustained);
+  if (failedSteps.length > 0)
+    out.push(
+      `- ${where}, not sustained: ${failedSteps.map((s) => `${s.rate} req/s (${s.reasons.join('; ')})`).join(', ')}.`,
+    );
+  if (t.fixed.stalls.length > 0)
+    out.push(
+      `- ${where}, fixed rate: p99 of a typical second ${ms(t.fixed.typicalSecondP99 ?? 0)} ms, but ` +
+        t.fixed.stalls.map((s) => `second ${s.second} ${ms(s.p99)} ms`).join(', ') +
+        '.',
+    );
+  out.push(...contentionNotes(where, allRuns(t)));
+  const behind = allRuns(t).filter((m) => m.startedBehind).length;
+  if (behind > 0)
+    out.push(
+      `- ${where}: ${behind} run(s) began before the server had finished the previous run's work ` +
+        '(it did not settle in time): their stored figures include some of it.',
+    );
+  return out;
+}
+
+/** A note when other processes on the machine took CPU during some of `runs`. */
+export function contentionNotes(where: string, runs: readonly Measurement[]): string[] {
+  const busy = runs.filter(contended);
+  if (busy.length === 0) return [];
+  const other = busy.map((m) => m.otherCpuCores ?? 0);
+  return [
+    `- ${where}: other processes on the machine used ${cores(Math.min(...other))}–${cores(Math.max(...other))} ` +
+      `cores during ${busy.length} of ${runs.length} runs (${runs.filter((m) => m.attempts > 1).length} made again).`,
+  ];
+}
+
 function notes(results: BenchResults): string[] {
   const out: string[] = [];
   for (const r of results.modes) {
@@ -248,35 +290,7 @@ function notes(results: BenchResults): string[] {
     if (note) out.push(note);
   }
   for (const r of results.modes) {
-    for (const [name, t] of [
-      ['bare uWS', r.bare],
-      ['Weir', r.weir],
-    ] as const) {
-      const where = `${r.mode}, ${name}`;
-      if (t.exit !== 0) out.push(`- ${where}: exited with ${t.exit} on SIGTERM (expected 0).`);
-      if (t.log.warnings > 0)
-        out.push(`- ${where}: ${t.log.warnings} warn/error log lines, e.g. \`${t.log.samples[0] ?? ''}\``);
-      const failedSteps = (t.max?.steps ?? []).filter((s) => !s.sustained);
-      if (failedSteps.length > 0)
-        out.push(
-          `- ${where}, not sustained: ${failedSteps.map((s) => `${s.rate} req/s (${s.reasons.join('; ')})`).join(', ')}.`,
-        );
-      if (t.fixed.stalls.length > 0)
-        out.push(
-          `- ${where}, fixed rate: p99 of a typical second ${ms(t.fixed.typicalSecondP99 ?? 0)} ms, but ` +
-            t.fixed.stalls.map((s) => `second ${s.second} ${ms(s.p99)} ms`).join(', ') +
-            '.',
-        );
-      const runs = allRuns(t);
-      const busy = runs.filter(contended);
-      if (busy.length > 0) {
-        const other = busy.map((m) => m.otherCpuCores ?? 0);
-        out.push(
-          `- ${where}: other processes on the machine used ${cores(Math.min(...other))}–${cores(Math.max(...other))} ` +
-            `cores during ${busy.length} of ${runs.length} runs (${runs.filter((m) => m.attempts > 1).length} made again).`,
-        );
-      }
-    }
+    out.push(...targetNotes(`${r.mode}, bare uWS`, r.bare), ...targetNotes(`${r.mode}, Weir`, r.weir));
   }
   return out;
 }
@@ -308,7 +322,10 @@ function markdown(results: BenchResults, jsonName: string, withPlot: boolean): s
       'a batch holds 100 events; 10,000 distinct ids in turn.',
     '',
     // Targets first: the verdict is what a reader of the summary looks for.
-    ...[targetsTable(results), ...tables(results)].flatMap((t) => [renderMarkdown(t), '']),
+    ...[targetsTable('targets (issue 2)', results.targets), ...tables(results)].flatMap((t) => [
+      renderMarkdown(t),
+      '',
+    ]),
     ...(withPlot ? [`![latency by percentile](${PLOT_NAME})`, ''] : []),
     `### p99 of each second of the fixed-rate runs (ms; seconds past ${o.durationMs / 1000} are the drain)`,
     '',
@@ -333,17 +350,25 @@ function markdown(results: BenchResults, jsonName: string, withPlot: boolean): s
   ].join('\n');
 }
 
+/** Where a run's results go: `<name>-<date>.json` beside `<name>.md`, in `outDir` (made if missing). */
+export function resultFiles(
+  outDir: string,
+  name: string,
+  startedAt: string,
+): { dir: string; jsonName: string; json: string; md: string } {
+  const dir = resolve(REPO_ROOT, outDir);
+  mkdirSync(dir, { recursive: true });
+  const stamp = startedAt.replace(/:/g, '').replace(/\.\d+Z$/, 'Z');
+  const jsonName = `${name}-${stamp}.json`;
+  return { dir, jsonName, json: join(dir, jsonName), md: join(dir, `${name}.md`) };
+}
+
 /** Writes capture-<date>.json, capture.md and capture-latency.svg; returns their paths. */
 export function writeResults(
   results: BenchResults,
   outDir: string,
 ): { json: string; md: string; svg?: string } {
-  const dir = resolve(REPO_ROOT, outDir);
-  mkdirSync(dir, { recursive: true });
-  const stamp = results.startedAt.replace(/:/g, '').replace(/\.\d+Z$/, 'Z');
-  const jsonName = `capture-${stamp}.json`;
-  const json = join(dir, jsonName);
-  const md = join(dir, 'capture.md');
+  const { dir, jsonName, json, md } = resultFiles(outDir, 'capture', results.startedAt);
   writeFileSync(json, `${JSON.stringify(results, null, 2)}\n`);
   const plot = latencyPlot(results);
   const svg = plot === undefined ? undefined : join(dir, PLOT_NAME);

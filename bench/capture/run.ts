@@ -3,11 +3,12 @@
  * (a fresh embedded instance per mode), each with a fixed-rate open-loop run and a max-throughput search,
  * all from one generator process; prints the tables and writes bench/results/. Servers are measured one at
  * a time so that an idle one's background work (chDB merges) never competes with the one under test.
+ * With `--bus jetstream`, issue 3's benchmark of the roles over NATS instead (run-jetstream.ts).
  */
 import { GeneratorClient } from './generator-client.ts';
 import { QuietGate } from './machine-load.ts';
 import type { BenchContext } from './measure.ts';
-import { parseOptions, USAGE, type BenchOptions } from './options.ts';
+import { fixedRate, parseOptions, USAGE, type BenchOptions } from './options.ts';
 import type { Mode } from './payloads.ts';
 import { consoleReport, writeResults } from './report.ts';
 import {
@@ -20,15 +21,12 @@ import {
   type ModeResults,
   type TargetResults,
 } from './results.ts';
+import { benchJetStream } from './run-jetstream.ts';
 import { runFixedRate } from './scenario-fixed-rate.ts';
 import { runMaxThroughput } from './scenario-max-throughput.ts';
 import { startBareUws, startWeir, type Target } from './targets.ts';
 
 type Measured = Omit<TargetResults, 'log' | 'exit'>;
-
-function fixedRate(options: BenchOptions, mode: Mode): number {
-  return mode === 'single' ? options.singleRate : options.batchRate;
-}
 
 async function measureMode(bench: BenchContext, target: Target, mode: Mode): Promise<Measured> {
   bench.progress(`${target.kind}, ${mode} mode`);
@@ -78,21 +76,33 @@ async function main(): Promise<number> {
     quiet: new QuietGate(options.quietWaitMs, 10_000, options.quietWaitMs > 0 ? 8 : 0),
     progress: (line) => process.stderr.write(`${line}\n`),
   };
-  const modes: ModeResults[] = [];
   try {
-    const bare = await onServer(bench, startBareUws, options.modes);
-    // Weir starts afresh for each mode: the batch mode's figures should not depend on the rows (and the
-    // merges) the single-event runs left behind.
-    const weir = new Map<Mode, TargetResults>();
-    for (const mode of options.modes)
-      for (const [m, r] of await onServer(bench, startWeir, [mode])) weir.set(m, r);
-    for (const mode of options.modes) {
-      const b = bare.get(mode)!;
-      const w = weir.get(mode)!;
-      modes.push({ mode, bare: b, weir: w, ratios: computeRatios(b, w) });
-    }
+    return options.bus === 'jetstream'
+      ? await benchJetStream(bench, args, startedAt)
+      : await benchEmbedded(bench, args, startedAt);
   } finally {
     await generator.stop();
+  }
+}
+
+/** Bare uWS, then embedded Weir afresh for each mode; writes the results; resolves with the exit code. */
+async function benchEmbedded(
+  bench: BenchContext,
+  args: readonly string[],
+  startedAt: string,
+): Promise<number> {
+  const { options } = bench;
+  const modes: ModeResults[] = [];
+  const bare = await onServer(bench, startBareUws, options.modes);
+  // Weir starts afresh for each mode: the batch mode's figures should not depend on the rows (and the
+  // merges) the single-event runs left behind.
+  const weir = new Map<Mode, TargetResults>();
+  for (const mode of options.modes)
+    for (const [m, r] of await onServer(bench, startWeir, [mode])) weir.set(m, r);
+  for (const mode of options.modes) {
+    const b = bare.get(mode)!;
+    const w = weir.get(mode)!;
+    modes.push({ mode, bare: b, weir: w, ratios: computeRatios(b, w) });
   }
 
   const results: BenchResults = {

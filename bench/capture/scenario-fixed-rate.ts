@@ -9,7 +9,7 @@
  * kept and reported, as the rate at which Weir takes in new users.
  */
 import type { Second } from './load-generator.ts';
-import { describe, measure, type BenchContext, type Measurement } from './measure.ts';
+import { describe, measure, type BenchContext, type Measurement, type RunSpec } from './measure.ts';
 import { DISTINCT_IDS, EVENTS_PER_BATCH, type Mode } from './payloads.ts';
 import type { Target } from './targets.ts';
 
@@ -60,6 +60,7 @@ export async function runFixedRate(
   target: Target,
   mode: Mode,
   rate: number,
+  alongside?: RunSpec['alongside'],
 ): Promise<FixedRateResult> {
   const { warmupMs, durationMs } = bench.options;
   let firstSight: Measurement | undefined;
@@ -75,7 +76,7 @@ export async function runFixedRate(
     });
     bench.progress(`  1st sight ${describe(firstSight)}`);
   }
-  const measurement = await measure(bench, target, { mode, rate, durationMs });
+  const measurement = await measure(bench, target, { mode, rate, durationMs, alongside });
   const seconds = analyzeSeconds(measurement);
   const stalls = seconds.stalls.map((s) => `s${s.second} p99 ${s.p99} ms`).join(', ');
   bench.progress(`  fixed     ${describe(measurement)}${stalls ? `\n           stalls: ${stalls}` : ''}`);

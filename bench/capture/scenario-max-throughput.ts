@@ -2,13 +2,22 @@
  * Scenario: the most requests per second a server sustains. A closed-loop probe (every connection sends
  * again as soon as it is answered) finds where the server saturates; open-loop runs then search below that
  * rate for the highest one sustained: at least 97% of the offered rate answered 200, at most 0.1% of
- * requests failed, and p99 (measured from the due time) within the bound. A closed-loop figure alone
- * would flatter a server that stalls, since a stalled closed loop simply stops offering load.
+ * requests failed, p99 (measured from the due time) within the bound, and — behind a bus — ingest caught
+ * up soon after the run's end (measure.ts: catchUpAllowance). A closed-loop figure alone would flatter a server that stalls, since
+ * a stalled closed loop simply stops offering load.
  *
  * The search tries 90% of the probe first (a server that sustains that is near its ceiling), then bisects
- * between 20% and 90% three times: at most five steps, to within ~9% of the probe rate.
+ * between 20% and 90% three times: at most five steps, to within ~9% of the probe rate. Behind a bus,
+ * where the probe can understate what is sustained, a sustained first step is followed by a climb.
  */
-import { describe, measure, type BenchContext, type Measurement } from './measure.ts';
+import {
+  describe,
+  eventsPerRequest,
+  measure,
+  type BenchContext,
+  type Measurement,
+  type RunSpec,
+} from './measure.ts';
 import type { Mode } from './payloads.ts';
 import type { Target } from './targets.ts';
 
@@ -19,6 +28,9 @@ const MIN_OK_FRACTION = 0.97;
 const MAX_FAILED_FRACTION = 0.001;
 /** Below this a saturation probe found a broken server, not a slow one: there is nothing to search. */
 const MIN_SEARCH_RATE = 50;
+/** Behind a bus: how many times, and by what factor, the rate goes up after a sustained first step. */
+const CLIMBS = 3;
+const CLIMB_FACTOR = 1.5;
 /** Lets the server settle (GC, store merges) between steps so one step's debt is not billed to the next. */
 const PAUSE_MS = 500;
 
@@ -45,28 +57,72 @@ export function judgeStep(m: Measurement, rate: number, maxP99Ms: number): strin
   if (m.failed > m.load.scheduled * MAX_FAILED_FRACTION)
     reasons.push(`${m.failed} of ${m.load.scheduled} requests failed`);
   if (m.load.latency.p99 > maxP99Ms) reasons.push(`p99 ${m.load.latency.p99.toFixed(1)} ms > ${maxP99Ms} ms`);
+  if (m.caughtUp === false) reasons.push(`ingest still behind ${m.catchUpAllowanceMs} ms after the run`);
   return reasons;
 }
 
+/**
+ * The request rate the search starts from: what the probe got answered 200 — or, behind a bus, what ingest
+ * stored, if less (capture may be acknowledged far faster than ingest keeps up).
+ */
+export function probeCeiling(saturation: Measurement): number {
+  const ok = saturation.load.okPerSecond;
+  if (saturation.caughtUp === undefined || saturation.storedEventsPerSecond === undefined) return ok;
+  return Math.min(ok, saturation.storedEventsPerSecond / eventsPerRequest(saturation.mode));
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Behind a bus the probe can understate the ceiling (capture and ingest share the cores, and a closed loop
+ * lets capture starve ingest), so a sustained first step is not taken as "near the ceiling": the rate goes
+ * up by half while steps hold (at most CLIMBS times), then bisects once between the last step that held
+ * and the first that did not.
+ */
+async function climb(held: StepResult, tryRate: (rate: number) => Promise<StepResult>): Promise<StepResult> {
+  let best = held;
+  let failedRate: number | undefined;
+  for (let i = 0; i < CLIMBS && failedRate === undefined; i++) {
+    const step = await tryRate(Math.round(best.rate * CLIMB_FACTOR));
+    if (step.sustained) best = step;
+    else failedRate = step.rate;
+  }
+  if (failedRate !== undefined) {
+    const mid = Math.round((best.rate + failedRate) / 2);
+    if (mid > best.rate && mid < failedRate) {
+      const step = await tryRate(mid);
+      if (step.sustained) best = step;
+    }
+  }
+  return best;
+}
 
 export async function runMaxThroughput(
   bench: BenchContext,
   target: Target,
   mode: Mode,
+  /** A rate already known to be sustained, or nearly: the search starts no lower. */
+  floorRate = 0,
+  /** Something to run alongside each step (not the probe), made afresh for each step's rate. */
+  alongsideStep?: (rate: number) => RunSpec['alongside'],
 ): Promise<MaxThroughputResult> {
   const { stepMs, maxP99Ms } = bench.options;
   const saturation = await measure(bench, target, { mode, rate: null, durationMs: stepMs });
   bench.progress(`  probe     ${describe(saturation)}`);
-  const ceiling = saturation.load.okPerSecond;
+  const ceiling = Math.max(probeCeiling(saturation), floorRate);
   const steps: StepResult[] = [];
   if (ceiling < MIN_SEARCH_RATE) return { saturation, steps, sustained: undefined };
 
-  const tryFraction = async (fraction: number): Promise<StepResult> => {
+  const tryRate = async (rate: number): Promise<StepResult> => {
     await sleep(PAUSE_MS);
-    const rate = Math.round(ceiling * fraction);
     const failing = (m: Measurement): boolean => judgeStep(m, rate, maxP99Ms).length > 0;
-    const measurement = await measure(bench, target, { mode, rate, durationMs: stepMs, retryIf: failing });
+    const measurement = await measure(bench, target, {
+      mode,
+      rate,
+      durationMs: stepMs,
+      retryIf: failing,
+      alongside: alongsideStep?.(rate),
+    });
     const reasons = judgeStep(measurement, rate, maxP99Ms);
     const step: StepResult = { rate, sustained: reasons.length === 0, reasons, measurement };
     steps.push(step);
@@ -75,9 +131,11 @@ export async function runMaxThroughput(
     );
     return step;
   };
+  const tryFraction = (fraction: number): Promise<StepResult> => tryRate(Math.round(ceiling * fraction));
 
   const first = await tryFraction(FIRST_FRACTION);
-  if (first.sustained) return { saturation, steps, sustained: first };
+  if (first.sustained)
+    return { saturation, steps, sustained: target.decoupled ? await climb(first, tryRate) : first };
   let best: StepResult | undefined;
   let lo = LOWEST_FRACTION;
   let hi = FIRST_FRACTION;

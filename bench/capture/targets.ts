@@ -1,7 +1,7 @@
 /**
  * The servers under test, each a child process on 127.0.0.1: Weir (`node bin/weir.js start` on a fresh
- * data directory) and the bare uWS ceiling. Both expose the same handle so a scenario never asks which
- * one it is measuring.
+ * data directory) and the bare uWS ceiling; jetstream-target.ts adds Weir's roles over NATS. All expose the
+ * same handle so a scenario never asks which one it is measuring.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -18,13 +18,15 @@ import {
 import { API_KEY } from './payloads.ts';
 import { readWeirCounters, type WeirCounters } from './weir-metrics.ts';
 
-export type TargetKind = 'weir' | 'bare-uws';
+export type TargetKind = 'weir' | 'bare-uws' | 'weir-jetstream';
 
 export const HOST = '127.0.0.1';
 
 export interface TargetSnapshot {
-  /** CPU seconds used by the server process so far (all threads), if /proc is readable. */
+  /** CPU seconds used by the server's processes so far (all threads), if /proc is readable. */
   readonly cpuSeconds: number | undefined;
+  /** The same by process, when the target is more than one (capture, ingest, nats-server). */
+  readonly cpuSecondsByRole: Readonly<Record<string, number | undefined>>;
   /** Weir's counters; undefined for the bare server. */
   readonly weir: WeirCounters | undefined;
 }
@@ -39,13 +41,20 @@ export interface ServerLog {
 export interface Target {
   readonly kind: TargetKind;
   readonly port: number;
-  readonly pid: number;
+  /** Every process of the server under test: its CPU is the server's, not "other" load. */
+  readonly pids: readonly number[];
+  /**
+   * Whether a 200 comes before the events are stored (a bus between capture and ingest): then a run's stored
+   * events are counted once ingest has caught up, and a rate is sustained only if it does.
+   */
+  readonly decoupled: boolean;
   snapshot(): Promise<TargetSnapshot>;
   /**
    * Waits (at most `timeoutMs`) until work left from an earlier run is done — an overloaded Weir still
-   * commits what it accepted after the clients gave up — so it is not billed to the next run.
+   * commits what it accepted after the clients gave up — so it is not billed to the next run. Resolves
+   * whether it was done in time.
    */
-  settle(timeoutMs: number): Promise<void>;
+  settle(timeoutMs: number): Promise<boolean>;
   log(): ServerLog;
   /** Stops the server (SIGTERM) and resolves with its exit code, or the signal that ended it. */
   stop(): Promise<number | string>;
@@ -56,7 +65,7 @@ const STOP_GRACE_MS = 20_000;
 const LOG_SAMPLES = 5;
 
 /** The environment without any WEIR_* variable of the caller's: Weir refuses unknown ones. */
-function cleanEnv(): Record<string, string> {
+export function cleanEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env))
     if (value !== undefined && !key.startsWith('WEIR_')) env[key] = value;
@@ -83,14 +92,22 @@ function collectLog(child: ChildProcess): () => ServerLog {
   return () => ({ warnings, samples: [...samples] });
 }
 
-async function startChild(
-  kind: TargetKind,
+/** One server process on 127.0.0.1, started and answering 200 on its ready path. */
+export interface ServerProcess {
+  readonly pid: number;
+  readonly baseUrl: string;
+  log(): ServerLog;
+  stop(): Promise<number | string>;
+}
+
+/** Spawns `node ARGS` and waits until `readyPath` answers 200; a server that does not start is stopped. */
+export async function startServer(
+  name: string,
   args: readonly string[],
   env: Record<string, string>,
   port: number,
   readyPath: string,
-  onStopped: () => void,
-): Promise<Target> {
+): Promise<ServerProcess> {
   const child = spawnTracked(process.execPath, args, {
     cwd: REPO_ROOT,
     env,
@@ -102,31 +119,53 @@ async function startChild(
     await waitUntilReady(`${baseUrl}${readyPath}`, child, READY_TIMEOUT_MS);
   } catch (err) {
     await stopChild(child, 2000);
-    onStopped();
-    throw new Error(`${kind} did not start: ${err instanceof Error ? err.message : String(err)}`, {
+    throw new Error(`${name} did not start: ${err instanceof Error ? err.message : String(err)}`, {
       cause: err,
     });
   }
-  const pid = child.pid!;
+  return { pid: child.pid!, baseUrl, log, stop: () => stopChild(child, STOP_GRACE_MS) };
+}
+
+async function startChild(
+  kind: TargetKind,
+  args: readonly string[],
+  env: Record<string, string>,
+  port: number,
+  onStopped: () => void,
+): Promise<Target> {
+  let server: ServerProcess;
+  try {
+    server = await startServer(kind, args, env, port, '/_ready');
+  } catch (err) {
+    onStopped();
+    throw err;
+  }
+  const { pid, baseUrl } = server;
+  const weir = kind === 'weir';
   return {
     kind,
     port,
-    pid,
+    pids: [pid],
+    decoupled: false,
     async snapshot() {
       return {
         cpuSeconds: processCpuSeconds(pid),
-        weir: kind === 'weir' ? await readWeirCounters(baseUrl) : undefined,
+        cpuSecondsByRole: {},
+        weir: weir ? await readWeirCounters(baseUrl) : undefined,
       };
     },
     async settle(timeoutMs) {
-      if (kind !== 'weir') return;
+      if (!weir) return true;
       const deadline = Date.now() + timeoutMs;
-      while ((await readWeirCounters(baseUrl)).pendingEvents > 0 && Date.now() < deadline)
+      for (;;) {
+        if ((await readWeirCounters(baseUrl)).pendingEvents === 0) return true;
+        if (Date.now() >= deadline) return false;
         await new Promise((r) => setTimeout(r, 100));
+      }
     },
-    log,
+    log: () => server.log(),
     async stop() {
-      const how = await stopChild(child, STOP_GRACE_MS);
+      const how = await server.stop();
       onStopped();
       return how;
     },
@@ -141,7 +180,7 @@ export async function startBareUws(): Promise<Target> {
     join(REPO_ROOT, 'bench/capture/bare-uws-server.ts'),
     String(port),
   ];
-  return startChild('bare-uws', args, cleanEnv(), port, '/_ready', () => undefined);
+  return startChild('bare-uws', args, cleanEnv(), port, () => undefined);
 }
 
 /** Weir, embedded, on a fresh data directory that is removed when it stops. */
@@ -157,5 +196,5 @@ export async function startWeir(): Promise<Target> {
     WEIR_LOG_LEVEL: 'warn',
   };
   const removeData = (): void => rmSync(dataDir, { recursive: true, force: true });
-  return startChild('weir', [join(REPO_ROOT, 'bin/weir.js'), 'start'], env, port, '/_ready', removeData);
+  return startChild('weir', [join(REPO_ROOT, 'bin/weir.js'), 'start'], env, port, removeData);
 }

@@ -57,27 +57,9 @@ export class JetStreamBus implements Bus {
       this.#metrics.busPublishFailures.inc({ reason: 'disconnected' });
       this.#link.assertConnected();
     }
-    const messages: { lane: Lane; subject: string; data: Uint8Array; msgID: string }[] = [];
     // Leave room for headers under the server's max_payload (1 MiB by default).
     const maxBytes = Math.max(64 * 1024, (this.#link.nc.info?.max_payload ?? 1024 * 1024) - 16 * 1024);
-    for (const batch of batches) {
-      // Historical events are one ordered sequence: not split by partition, published in request order
-      // (one connection publishes in order, and the historical consumer handles one message at a time).
-      const groups =
-        batch.lane === 'historical'
-          ? new Map([[0, batch]])
-          : splitByPartition(batch, this.#config.busPartitions);
-      for (const [partition, part] of groups) {
-        for (const chunk of chunkBySize(part, maxBytes)) {
-          messages.push({
-            lane: batch.lane,
-            subject: subjectOf(batch.lane, partition),
-            data: encodeBatch(chunk),
-            msgID: batchMessageId(chunk, partition),
-          });
-        }
-      }
-    }
+    const messages = busMessages(batches, this.#config.busPartitions, maxBytes);
     const started = performance.now();
     try {
       await Promise.all(
@@ -105,6 +87,43 @@ export class JetStreamBus implements Bus {
   async close(): Promise<void> {
     await this.#link.close();
   }
+}
+
+/** One JetStream message of a publish: a micro-batch of one lane and partition, encoded. */
+export interface BusMessage {
+  readonly lane: Lane;
+  readonly subject: string;
+  readonly data: Uint8Array;
+  readonly msgID: string;
+}
+
+/**
+ * The messages a request's batches become: grouped by lane and partition, each group cut into pieces under
+ * `maxBytes` and encoded, with its Nats-Msg-Id. Pure, so the benchmark's raw-JetStream ceiling publishes
+ * exactly the bytes Weir does.
+ */
+export function busMessages(
+  batches: readonly EventBatch[],
+  partitions: number,
+  maxBytes: number,
+): BusMessage[] {
+  const messages: BusMessage[] = [];
+  for (const batch of batches) {
+    // Historical events are one ordered sequence: not split by partition, published in request order
+    // (one connection publishes in order, and the historical consumer handles one message at a time).
+    const groups = batch.lane === 'historical' ? new Map([[0, batch]]) : splitByPartition(batch, partitions);
+    for (const [partition, part] of groups) {
+      for (const chunk of chunkBySize(part, maxBytes)) {
+        messages.push({
+          lane: batch.lane,
+          subject: subjectOf(batch.lane, partition),
+          data: encodeBatch(chunk),
+          msgID: batchMessageId(chunk, partition),
+        });
+      }
+    }
+  }
+  return messages;
 }
 
 function isTimeout(err: unknown): boolean {
