@@ -1,10 +1,12 @@
 /**
  * The callers of the endpoints benchmark, in their own process (so that their work is not timed as Weir's):
- * `concurrency` closed-loop callers POST the same run request over keep-alive connections until `requests`
- * responses have arrived, then the latencies are printed as JSON on stdout.
+ * `concurrency` keep-alive connections, each a closed-loop caller that POSTs the same run request again as
+ * soon as its response has arrived, until `requests` responses have; then the latencies are printed as JSON.
+ * The connections are capture's lean client (bench/capture/http-connection.ts): a full HTTP client would
+ * spend more CPU per request than a cached run costs Weir, on the same two cores.
  * Usage: node bin/run-ts.js bench/endpoints/load.ts '<LoadSpec as JSON>'
  */
-import { Agent, request } from 'node:http';
+import { HttpConnection } from '../capture/http-connection.ts';
 
 export interface LoadSpec {
   readonly url: string;
@@ -26,54 +28,73 @@ export interface LoadResult {
 }
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
-const agent = new Agent({ keepAlive: true, maxSockets: spec.concurrency });
 const url = new URL(spec.url);
+const request = Buffer.from(
+  `POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${spec.key}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(spec.body)}\r\n\r\n${spec.body}`,
+);
 
-function call(): Promise<{ status: number; ms: number }> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        agent,
-        host: url.hostname,
-        port: url.port,
-        path: url.pathname,
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${spec.key}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(spec.body),
+/**
+ * Sends `total` requests over fresh connections, closed loop; records each latency when `out` is given.
+ * Fresh, because uWS closes a keep-alive connection idle for 10 s, as one is that finished its share early
+ * while the others wait for the store. Such a close is no error; one with a request in flight is.
+ */
+async function closedLoop(total: number, out?: LoadResult): Promise<void> {
+  const connections = await open();
+  let sent = 0;
+  let done = 0;
+  await new Promise<void>((resolve, reject) => {
+    const next = (conn: HttpConnection): void => {
+      if (sent >= total) return;
+      sent += 1;
+      conn.send(request, Number.NaN, performance.now());
+    };
+    for (const conn of connections) {
+      listeners.set(conn, {
+        onResponse(status) {
+          if (out) {
+            out.latenciesMs.push(performance.now() - conn.sentAt);
+            out.statuses[status] = (out.statuses[status] ?? 0) + 1;
+          }
+          done += 1;
+          if (done === total) resolve();
+          else next(conn);
         },
-      },
-      (res) => {
-        res.on('data', () => undefined);
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(spec.body);
+        onClosed(hadRequest, reason) {
+          if (hadRequest) reject(new Error(`connection closed: ${reason}`));
+        },
+      });
+      next(conn);
+    }
   });
 }
 
-async function closedLoop(total: number, record: boolean, out: LoadResult): Promise<void> {
-  let started = 0;
-  const caller = async (): Promise<void> => {
-    while (started < total) {
-      started += 1;
-      const { status, ms } = await call();
-      if (!record) continue;
-      out.latenciesMs.push(ms);
-      out.statuses[status] = (out.statuses[status] ?? 0) + 1;
-    }
-  };
-  await Promise.all(Array.from({ length: spec.concurrency }, caller));
+const listeners = new Map<
+  HttpConnection,
+  { onResponse(status: number): void; onClosed(hadRequest: boolean, reason: string): void }
+>();
+
+function open(): Promise<HttpConnection[]> {
+  return Promise.all(
+    Array.from({ length: spec.concurrency }, () =>
+      HttpConnection.open(
+        url.hostname,
+        Number(url.port),
+        {
+          onResponse: (conn, status) => listeners.get(conn)?.onResponse(status),
+          onClosed: (conn, hadRequest, reason) => listeners.get(conn)?.onClosed(hadRequest, reason),
+        },
+        10_000,
+      ),
+    ),
+  );
 }
 
 const result: LoadResult = { requests: spec.requests, latenciesMs: [], statuses: {}, seconds: 0 };
-await closedLoop(spec.warmup ?? spec.concurrency, false, result);
+await closedLoop(spec.warmup ?? spec.concurrency);
 const t0 = performance.now();
-await closedLoop(spec.requests, true, result);
+await closedLoop(spec.requests, result);
+const seconds = (performance.now() - t0) / 1000;
 result.latenciesMs.sort((a, b) => a - b);
-process.stdout.write(JSON.stringify({ ...result, seconds: (performance.now() - t0) / 1000 }));
-agent.destroy();
+process.stdout.write(JSON.stringify({ ...result, seconds }));
+for (const conn of listeners.keys()) conn.destroy();

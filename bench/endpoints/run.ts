@@ -64,6 +64,7 @@ interface Row {
   readonly statuses: Record<string, number>;
 }
 const rows: Row[] = [];
+const failures: string[] = [];
 let overhead: { storeMs: number; runMs: number; ratio: number; rounds: number } | undefined;
 
 try {
@@ -96,11 +97,20 @@ try {
       concurrency: callers,
       requests,
     };
-    const { stdout } = await exec(
-      process.execPath,
-      [join(REPO_ROOT, 'bin/run-ts.js'), join(REPO_ROOT, 'bench/endpoints/load.ts'), JSON.stringify(spec)],
-      { maxBuffer: 256 * 1024 * 1024 },
-    );
+    let stdout: string;
+    try {
+      ({ stdout } = await exec(
+        process.execPath,
+        [join(REPO_ROOT, 'bin/run-ts.js'), join(REPO_ROOT, 'bench/endpoints/load.ts'), JSON.stringify(spec)],
+        { maxBuffer: 256 * 1024 * 1024 },
+      ));
+    } catch (err) {
+      // Recorded, not fatal: e.g. uWS closes a connection whose response takes over 10 s.
+      const reason = /connection closed: [^\n]*/.exec(String((err as { stderr?: string }).stderr))?.[0];
+      failures.push(`${scenario}, ${callers} callers: ${reason ?? String(err).slice(0, 200)}`);
+      process.stderr.write(`${failures[failures.length - 1]}\n`);
+      return;
+    }
     const r = JSON.parse(stdout) as LoadResult;
     const at = (q: number): number =>
       r.latenciesMs[Math.min(r.latenciesMs.length - 1, Math.floor(q * r.latenciesMs.length))]!;
@@ -194,6 +204,7 @@ function markdown(): string {
     '',
     'Direct runs at 50 callers queue for the store (chDB runs one query at a time), so their latency is the queue.',
     '',
+    ...(failures.length > 0 ? ['Scenarios that failed:', '', ...failures.map((f) => `- ${f}`), ''] : []),
   ];
   return lines.join('\n');
 }
