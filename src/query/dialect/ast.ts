@@ -58,6 +58,33 @@ export interface SelectQuery extends Node {
   offset: Expr | null;
 }
 
+/**
+ * A SELECT with every clause absent but those given: for code that builds queries (the parser fills a query
+ * clause by clause; the resolver and endpoint runs wrap queries), so a new clause is added in one place.
+ */
+export function selectQuery(
+  parts: Pick<SelectQuery, 'columns'> & Partial<Omit<SelectQuery, 'kind'>>,
+): SelectQuery {
+  return {
+    kind: 'select',
+    with: [],
+    distinct: false,
+    from: null,
+    prewhere: null,
+    where: null,
+    groupBy: null,
+    groupByModifier: null,
+    withTotals: false,
+    having: null,
+    window: [],
+    orderBy: null,
+    limitBy: null,
+    limit: null,
+    offset: null,
+    ...parts,
+  };
+}
+
 /** `WITH name AS (SELECT …)`: a named subquery the query can select FROM. */
 export interface WithQuery extends Node {
   kind: 'withQuery';

@@ -34,6 +34,7 @@ import type {
   TableExpr,
   WithItem,
 } from './ast.ts';
+import { selectQuery } from './ast.ts';
 import { DialectSyntaxError } from './errors.ts';
 import { FormParser } from './form-parser.ts';
 import { JOIN_WORDS, NOT_AN_ALIAS } from './keywords.ts';
@@ -192,24 +193,7 @@ class QueryParser extends FormParser {
       distinct = true;
     }
     const columns = this.parseColumns(distinct ? 'after SELECT DISTINCT' : 'after SELECT');
-    const query: SelectQuery = {
-      kind: 'select',
-      with: withItems,
-      distinct,
-      columns,
-      from: null,
-      prewhere: null,
-      where: null,
-      groupBy: null,
-      groupByModifier: null,
-      withTotals: false,
-      having: null,
-      window: [],
-      orderBy: null,
-      limitBy: null,
-      limit: null,
-      offset: null,
-    };
+    const query = selectQuery({ with: withItems, distinct, columns });
     let reached = -1;
     if (this.isKeyword('FROM')) {
       query.from = this.parseFrom();

@@ -7,7 +7,7 @@
  * anything else (a UNION ALL, a LIMIT that is an expression) is wrapped as `SELECT * FROM (…) LIMIT … OFFSET …`.
  * The same rewrite applies to the parsed tree (shown) and the resolved one (run), which share their top level.
  */
-import { numberValue, type Expr, type Query, type SelectQuery } from '../dialect/mod.ts';
+import { numberValue, selectQuery, type Expr, type Query, type SelectQuery } from '../dialect/mod.ts';
 import type { CompiledQuery } from '../hogql-query.ts';
 
 export interface Page {
@@ -64,26 +64,14 @@ function number(n: number): Expr {
 }
 
 function wrap(query: Query, fetch: number | undefined, offset: number): SelectQuery {
-  return {
-    kind: 'select',
-    with: [],
-    distinct: false,
+  return selectQuery({
     columns: [{ kind: 'star', table: null }],
     from: {
       kind: 'from',
       table: { kind: 'tableSubquery', query, alias: null },
       joins: [],
     },
-    prewhere: null,
-    where: null,
-    groupBy: null,
-    groupByModifier: null,
-    withTotals: false,
-    having: null,
-    window: [],
-    orderBy: null,
-    limitBy: null,
     limit: fetch === undefined ? null : number(fetch),
     offset: offset === 0 ? null : number(offset),
-  };
+  });
 }

@@ -1,4 +1,4 @@
-import type { Alias, Expr, Field, SelectQuery } from '../dialect/mod.ts';
+import { selectQuery, type Alias, type Expr, type Field, type SelectQuery } from '../dialect/mod.ts';
 import type { TableSpec } from './schema.ts';
 
 /** The placeholder the printer binds to the caller's project id (`{weir_project:UInt64}`). */
@@ -18,10 +18,7 @@ export function storeTableQuery(spec: TableSpec, database: string): SelectQuery 
     c.source === undefined ? field(c.name) : { kind: 'alias', expr: field(c.source), alias: c.name },
   );
   const where: Expr | null = spec.filter === undefined ? null : filterExpr(spec.filter);
-  return {
-    kind: 'select',
-    with: [],
-    distinct: false,
+  return selectQuery({
     columns,
     from: {
       kind: 'from',
@@ -35,16 +32,7 @@ export function storeTableQuery(spec: TableSpec, database: string): SelectQuery 
       right: { kind: 'placeholder', name: PROJECT_PLACEHOLDER },
     },
     where,
-    groupBy: null,
-    groupByModifier: null,
-    withTotals: false,
-    having: null,
-    window: [],
-    orderBy: null,
-    limitBy: null,
-    limit: null,
-    offset: null,
-  };
+  });
 }
 
 /** `column = number`, the only shape of filter a spec has. */
