@@ -92,7 +92,8 @@ console.log(
   `${events} events in ${ms.toFixed(0)} ms: ${Math.round((events / ms) * 1000)} events/s, ` +
     `process CPU ${(((used.user + used.system) / 1000 / ms) * 100).toFixed(0)}% ` +
     `(${(((used.user + used.system) / events) * 1).toFixed(1)} µs CPU per event, all threads); ` +
-    `main thread busy ${(loop.utilization * 100).toFixed(0)}%`,
+    `main thread busy ${(loop.utilization * 100).toFixed(0)}% ` +
+    `(${((loop.active * 1000) / events).toFixed(1)} µs per event)`,
 );
 const commits = (await metrics.storeCommitDuration.get()).values;
 const sum = commits.find((v) => v.metricName?.endsWith('_sum'))?.value ?? 0;

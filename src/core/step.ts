@@ -17,16 +17,8 @@ export interface PipelineEvent extends CapturedEvent {
 export type StepResult =
   /** `written`, when set, resolves once the state rows this step wrote (persons, groups) are committed. */
   | { readonly kind: 'ok'; readonly written?: Promise<void> }
-  /**
-   * Not stored. `settled`, when set, resolves once an earlier copy of this event is durable; `warning`, when
-   * set, is written so the drop can be seen from a query.
-   */
-  | {
-      readonly kind: 'drop';
-      readonly reason: string;
-      readonly settled?: Promise<void>;
-      readonly warning?: IngestionWarning;
-    }
+  /** Not stored. `warning`, when set, is written so the drop can be seen from a query. */
+  | { readonly kind: 'drop'; readonly reason: string; readonly warning?: IngestionWarning }
   /** Stored, and a warning is written beside it. */
   | { readonly kind: 'warn'; readonly warning: IngestionWarning; readonly written?: Promise<void> };
 

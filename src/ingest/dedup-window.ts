@@ -55,3 +55,8 @@ export class DedupWindow {
     return this.#current.size + this.#previous.size;
   }
 }
+
+/** The key of an event in the window: its uuid within its project. */
+export function dedupKey(projectId: number, uuid: string): string {
+  return `${projectId}:${uuid}`;
+}

@@ -3,7 +3,11 @@ import type { Row } from '../core/ports.ts';
 import type { PipelineEvent } from '../core/step.ts';
 import { chTime } from '../store/clickhouse-store.ts';
 
-/** The `events` row of a processed event (DESIGN "Store schema"). */
+/**
+ * The `events` row of a processed event (DESIGN "Store schema"). `properties` and `person_properties` stay
+ * objects: the store writes an object given for a String column as its JSON text, in the one serialisation
+ * of the row.
+ */
 export function eventRow(e: PipelineEvent): Row {
   return {
     project_id: e.projectId,
@@ -12,8 +16,8 @@ export function eventRow(e: PipelineEvent): Row {
     distinct_id: e.distinctId,
     person_id: e.personId,
     timestamp: chTime(e.timestamp),
-    properties: JSON.stringify(e.properties),
-    person_properties: JSON.stringify(e.personProperties),
+    properties: e.properties,
+    person_properties: e.personProperties,
     person_mode: e.personMode,
     $group_0: e.groups[0],
     $group_1: e.groups[1],

@@ -12,13 +12,12 @@ import { GroupState } from './persons/group-state.ts';
 import { PersonState } from './persons/person-state.ts';
 import { allCommitted } from './persons/state-writes.ts';
 import { assignPersonMode } from './steps/assign-person.ts';
-import { dedupKey, dropDuplicate } from './steps/drop-duplicate.ts';
+import { dedupKey } from './dedup-window.ts';
 import { identifyGroup } from './steps/identify-group.ts';
 import { linkGroups } from './steps/link-groups.ts';
 import { processPerson } from './steps/process-person.ts';
 import { refusePersonlessIdentify } from './steps/refuse-personless-identify.ts';
 import type { CapturedEvent } from '../core/event.ts';
-import type { PipelineEvent } from '../core/step.ts';
 
 export interface IngestConfig {
   readonly ingestPartitions: number;
@@ -69,7 +68,6 @@ export class IngestService {
     const groups = new GroupState({ cacheSize: config.groupCacheSize ?? 10_000 }, state);
     // The one place the order of the steps is written down.
     this.#pipeline = new Pipeline([
-      dropDuplicate(this.#dedup),
       assignPersonMode(),
       refusePersonlessIdentify(),
       processPerson(persons),
@@ -134,37 +132,44 @@ export class IngestService {
   }
 
   async #process(job: Job): Promise<void> {
-    const out = await this.#pipeline.run(job.events);
-    job.commits.push(...out.settled, ...out.written);
-    // The authoritative duplicate check happens here, with the hand-off to the writer, in one synchronous
-    // stretch: no other actor can slip the same uuid in between the check and the tracking.
-    const fresh: PipelineEvent[] = [];
-    // A job may hold the same uuid twice (identical requests coalesced by the bus): the first copy is kept.
+    // The duplicate check and the claim of every new uuid happen first, in one synchronous stretch: no other
+    // actor can slip the same uuid in between, and a later copy (another request, or the same uuid twice in
+    // this job) waits for this job's commit instead of being processed again.
+    const fresh: CapturedEvent[] = [];
+    const keys: string[] = [];
     const inJob = new Set<string>();
-    for (const e of out.events) {
+    for (const e of job.events) {
       const key = dedupKey(e.projectId, e.uuid);
       if (inJob.has(key)) continue;
       const seen = this.#dedup.check(key);
       if (seen === 'new') {
         fresh.push(e);
+        keys.push(key);
         inJob.add(key);
       } else if (seen !== 'committed') job.commits.push(seen);
     }
-    if (fresh.length > 0) {
-      const commit = this.#writer.write('events', fresh.map(eventRow));
-      // An event counts as stored only once its person and group rows are too: if those failed, the
-      // client's retry must run the event again rather than be dropped as a duplicate.
-      this.#dedup.track(
-        fresh.map((e) => dedupKey(e.projectId, e.uuid)),
-        allCommitted([commit, ...out.written])!,
-      );
-      job.commits.push(
-        commit.then(() => this.#deps.metrics.ingestEvents.inc({ lane: job.lane }, fresh.length)),
-      );
-    }
     const duplicates = job.events.length - fresh.length;
     if (duplicates > 0) this.#deps.metrics.ingestDuplicates.inc(duplicates);
-    if (out.warnings.length > 0)
-      job.commits.push(this.#writer.write('ingestion_warnings', out.warnings.map(warningRow)));
+    if (fresh.length === 0) return;
+    let settle!: (outcome: Promise<void>) => void;
+    // An event counts as stored only once its person and group rows are too: if those failed, the client's
+    // retry must run the event again rather than be dropped as a duplicate.
+    this.#dedup.track(keys, new Promise<void>((resolve) => (settle = resolve)));
+    try {
+      const out = await this.#pipeline.run(fresh);
+      job.commits.push(...out.written);
+      const commit =
+        out.events.length > 0 ? this.#writer.write('events', out.events.map(eventRow)) : undefined;
+      settle(allCommitted([commit, ...out.written]) ?? Promise.resolve());
+      if (commit)
+        job.commits.push(
+          commit.then(() => this.#deps.metrics.ingestEvents.inc({ lane: job.lane }, out.events.length)),
+        );
+      if (out.warnings.length > 0)
+        job.commits.push(this.#writer.write('ingestion_warnings', out.warnings.map(warningRow)));
+    } catch (err) {
+      settle(Promise.reject(err));
+      throw err;
+    }
   }
 }

@@ -4,8 +4,6 @@ import type { PipelineEvent, Step } from '../core/step.ts';
 export interface PipelineOutput {
   readonly events: PipelineEvent[];
   readonly warnings: IngestionWarning[];
-  /** Durability of dropped duplicates whose first copy is still being committed. */
-  readonly settled: Promise<void>[];
   /** Commits of the state rows (persons, groups) the steps wrote; the batch is durable only after them. */
   readonly written: Promise<void>[];
 }
@@ -22,11 +20,18 @@ export class Pipeline {
   }
 
   async run(events: readonly CapturedEvent[]): Promise<PipelineOutput> {
-    const out: PipelineOutput = { events: [], warnings: [], settled: [], written: [] };
+    const out: PipelineOutput = { events: [], warnings: [], written: [] };
     for (const step of this.#steps) if (step.prepare) await step.prepare(events);
     for (const captured of events) {
+      // Every field written out: one object shape for all events, and no generic copy per event.
       const event: PipelineEvent = {
-        ...captured,
+        projectId: captured.projectId,
+        uuid: captured.uuid,
+        event: captured.event,
+        distinctId: captured.distinctId,
+        timestamp: captured.timestamp,
+        properties: captured.properties,
+        receivedAt: captured.receivedAt,
         personId: '',
         personMode: 'full',
         personProperties: {},
@@ -37,7 +42,6 @@ export class Pipeline {
         const pending = step.run(event);
         const result = pending instanceof Promise ? await pending : pending;
         if (result.kind === 'drop') {
-          if (result.settled) out.settled.push(result.settled);
           if (result.warning) out.warnings.push(result.warning);
           kept = false;
           break;
