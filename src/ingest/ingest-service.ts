@@ -152,9 +152,16 @@ export class IngestService {
     if (duplicates > 0) this.#deps.metrics.ingestDuplicates.inc(duplicates);
     if (fresh.length === 0) return;
     let settle!: (outcome: Promise<void>) => void;
+    let fail!: (err: unknown) => void;
     // An event counts as stored only once its person and group rows are too: if those failed, the client's
     // retry must run the event again rather than be dropped as a duplicate.
-    this.#dedup.track(keys, new Promise<void>((resolve) => (settle = resolve)));
+    this.#dedup.track(
+      keys,
+      new Promise<void>((resolve, reject) => {
+        settle = resolve;
+        fail = reject;
+      }),
+    );
     try {
       const out = await this.#pipeline.run(fresh);
       job.commits.push(...out.written);
@@ -168,7 +175,7 @@ export class IngestService {
       if (out.warnings.length > 0)
         job.commits.push(this.#writer.write('ingestion_warnings', out.warnings.map(warningRow)));
     } catch (err) {
-      settle(Promise.reject(err));
+      fail(err);
       throw err;
     }
   }
