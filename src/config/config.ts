@@ -149,7 +149,7 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     key: 'storeApplyIntervalMs',
     env: 'WEIR_STORE_APPLY_INTERVAL_MS',
     parse: int(1, 60_000),
-    default: 200,
+    default: 1000,
   },
   dedupWindow: {
     key: 'dedupWindow',

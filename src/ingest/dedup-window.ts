@@ -1,62 +1,80 @@
+import { UuidSet } from './uuid-set.ts';
+
+/** What identifies an event to the window: its uuid within its project. */
+export interface EventKey {
+  readonly projectId: number;
+  readonly uuid: string;
+}
+
 /**
  * Remembers the uuids of events recently committed (or being committed) so that a retried request — same
- * uuids — never makes a second row. Two generations of sets bound the memory: when the current one fills,
- * it becomes the previous one and the oldest generation is forgotten, so between `size` and `2 × size`
- * uuids are remembered.
+ * uuids — never makes a second row. Two generations bound the memory: when the current one fills, it becomes
+ * the previous one and the oldest generation is forgotten, so between `size` and `2 × size` uuids are
+ * remembered. The generations are fixed-size tables off the JavaScript heap (see `UuidSet`); only the
+ * uuids whose commit is under way are held as strings.
  */
 export class DedupWindow {
   readonly #size: number;
-  #current = new Set<string>();
-  #previous = new Set<string>();
-  #inFlight = new Map<string, Promise<void>>();
+  #current: UuidSet | undefined;
+  #previous: UuidSet | undefined;
+  readonly #inFlight = new Map<string, Promise<void>>();
 
   constructor(size: number) {
     this.#size = size;
+    if (size > 0) {
+      this.#current = new UuidSet(size);
+      this.#previous = new UuidSet(size);
+    }
   }
 
   /**
-   * `committed` when the key is stored already; a promise when an earlier copy is being committed right
+   * `committed` when the event is stored already; a promise when an earlier copy is being committed right
    * now (the duplicate is durable when that settles); `new` otherwise.
    */
-  check(key: string): 'new' | 'committed' | Promise<void> {
-    if (this.#size === 0) return 'new';
-    if (this.#current.has(key) || this.#previous.has(key)) return 'committed';
-    return this.#inFlight.get(key) ?? 'new';
+  check(key: EventKey): 'new' | 'committed' | Promise<void> {
+    if (!this.#current || !this.#previous) return 'new';
+    const { projectId, uuid } = key;
+    if (this.#current.has(projectId, uuid) || this.#previous.has(projectId, uuid)) return 'committed';
+    return this.#inFlight.get(inFlightKey(key)) ?? 'new';
   }
 
-  /** Records keys whose commit is under way; they count as stored once it succeeds, and are forgotten if it fails. */
-  track(keys: readonly string[], commit: Promise<void>): void {
+  /** Records events whose commit is under way; they count as stored once it succeeds, and are forgotten if it fails. */
+  track(keys: readonly EventKey[], commit: Promise<void>): void {
     if (this.#size === 0 || keys.length === 0) return;
-    for (const k of keys) this.#inFlight.set(k, commit);
+    const names = keys.map(inFlightKey);
+    for (const k of names) this.#inFlight.set(k, commit);
     commit.then(
       () => {
-        for (const k of keys) {
-          this.#inFlight.delete(k);
-          this.remember(k);
+        for (let i = 0; i < keys.length; i++) {
+          this.#inFlight.delete(names[i]!);
+          this.remember(keys[i]!);
         }
       },
       () => {
-        for (const k of keys) this.#inFlight.delete(k);
+        for (const k of names) this.#inFlight.delete(k);
       },
     );
   }
 
-  /** Records a key as stored (also used to warm the window from the store at start). */
-  remember(key: string): void {
-    if (this.#size === 0) return;
-    if (this.#current.size >= this.#size) {
+  /** Records an event as stored (also used to warm the window from the store at start). */
+  remember(key: EventKey): void {
+    if (!this.#current || !this.#previous) return;
+    if (this.#previous.has(key.projectId, key.uuid)) return;
+    if (this.#current.full) {
+      const oldest = this.#previous;
+      oldest.clear();
       this.#previous = this.#current;
-      this.#current = new Set();
+      this.#current = oldest;
     }
-    this.#current.add(key);
+    this.#current.add(key.projectId, key.uuid);
   }
 
+  /** Uuids remembered as stored (in flight not counted). */
   get size(): number {
-    return this.#current.size + this.#previous.size;
+    return (this.#current?.size ?? 0) + (this.#previous?.size ?? 0);
   }
 }
 
-/** The key of an event in the window: its uuid within its project. */
-export function dedupKey(projectId: number, uuid: string): string {
-  return `${projectId}:${uuid}`;
+function inFlightKey(key: EventKey): string {
+  return `${key.projectId}:${key.uuid}`;
 }

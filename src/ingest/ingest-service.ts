@@ -12,7 +12,6 @@ import { GroupState } from './persons/group-state.ts';
 import { PersonState } from './persons/person-state.ts';
 import { allCommitted } from './persons/state-writes.ts';
 import { assignPersonMode } from './steps/assign-person.ts';
-import { dedupKey } from './dedup-window.ts';
 import { identifyGroup } from './steps/identify-group.ts';
 import { linkGroups } from './steps/link-groups.ts';
 import { processPerson } from './steps/process-person.ts';
@@ -89,7 +88,7 @@ export class IngestService {
       { limit },
     );
     for (let i = rows.length - 1; i >= 0; i--)
-      this.#dedup.remember(dedupKey(Number(rows[i]!.project_id), rows[i]!.uuid));
+      this.#dedup.remember({ projectId: Number(rows[i]!.project_id), uuid: rows[i]!.uuid });
     this.#deps.logger.info({ uuids: rows.length }, 'duplicate window warmed from the store');
   }
 
@@ -136,15 +135,14 @@ export class IngestService {
     // actor can slip the same uuid in between, and a later copy (another request, or the same uuid twice in
     // this job) waits for this job's commit instead of being processed again.
     const fresh: CapturedEvent[] = [];
-    const keys: string[] = [];
+    // The same uuid twice in one job (identical requests coalesced by the bus): the first copy is kept.
     const inJob = new Set<string>();
     for (const e of job.events) {
-      const key = dedupKey(e.projectId, e.uuid);
+      const key = `${e.projectId}:${e.uuid}`;
       if (inJob.has(key)) continue;
-      const seen = this.#dedup.check(key);
+      const seen = this.#dedup.check(e);
       if (seen === 'new') {
         fresh.push(e);
-        keys.push(key);
         inJob.add(key);
       } else if (seen !== 'committed') job.commits.push(seen);
     }
@@ -156,7 +154,7 @@ export class IngestService {
     // An event counts as stored only once its person and group rows are too: if those failed, the client's
     // retry must run the event again rather than be dropped as a duplicate.
     this.#dedup.track(
-      keys,
+      fresh,
       new Promise<void>((resolve, reject) => {
         settle = resolve;
         fail = reject;

@@ -30,6 +30,18 @@ type RawInsert = (params: {
  */
 const INSERT_SETTINGS = { optimize_on_insert: 0, input_format_json_read_objects_as_strings: 1 } as const;
 
+/**
+ * In-process (chDB), an insert runs on one thread: on a small machine the engine's parallel parsing took the
+ * cores capture and ingest run on, for no gain in throughput (measured: the same CPU per row either way), and
+ * the bursts showed up as latency spikes in capture.
+ */
+const EMBEDDED_INSERT_SETTINGS = {
+  ...INSERT_SETTINGS,
+  input_format_parallel_parsing: 0,
+  max_threads: 1,
+  max_insert_threads: 1,
+} as const;
+
 export class ClickHouseStore implements Store, TableReader {
   readonly #client: ClickHouseClient;
   readonly #rawInsert: RawInsert | undefined;
@@ -58,7 +70,7 @@ export class ClickHouseStore implements Store, TableReader {
         table,
         values: data,
         format: 'JSONEachRow',
-        settings: { insert_deduplication_token: token, ...INSERT_SETTINGS },
+        settings: { insert_deduplication_token: token, ...EMBEDDED_INSERT_SETTINGS },
       });
       return;
     }

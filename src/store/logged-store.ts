@@ -13,7 +13,7 @@ export interface LoggedStoreOptions {
   readonly fsync: boolean;
   /** Bytes committed but not yet applied to the tables before inserts are refused (back-pressure). */
   readonly maxPendingBytes: number;
-  /** Longest a committed row waits before it is applied when nothing asks for it sooner. @default 200 */
+  /** Longest a committed row waits before it is applied when nothing asks for it sooner. @default 1000 */
   readonly applyIntervalMs?: number;
   /** Most bytes in one applied block. @default 32 MiB */
   readonly applyMaxBytes?: number;
@@ -94,7 +94,7 @@ export class LoggedStore implements Store, TableReader {
     options: LoggedStoreOptions,
     deps: LoggedStoreDeps,
   ): Promise<LoggedStore> {
-    const full = { applyIntervalMs: 200, applyMaxBytes: 32 * 1024 * 1024, ...options };
+    const full = { applyIntervalMs: 1000, applyMaxBytes: 32 * 1024 * 1024, ...options };
     const { log, recovery } = await CommitLog.open({ dir: options.dir, fsync: options.fsync });
     if (recovery.truncatedBytes > 0)
       deps.logger.warn({ bytes: recovery.truncatedBytes }, 'commit log: cut off a torn write at its tail');

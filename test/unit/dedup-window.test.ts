@@ -1,37 +1,95 @@
 import t from 'tap';
+import { randomUUID } from 'node:crypto';
 import { DedupWindow } from '../../src/ingest/dedup-window.ts';
+import { UuidSet } from '../../src/ingest/uuid-set.ts';
 
-t.test('a committed key is a duplicate; a failed commit forgets it', async (t) => {
+const key = (uuid: string, projectId = 1): { projectId: number; uuid: string } => ({ projectId, uuid });
+const uuids = (n: number): string[] => Array.from({ length: n }, () => randomUUID());
+
+t.test('a committed uuid is a duplicate; a failed commit forgets it', async (t) => {
   const w = new DedupWindow(10);
-  t.equal(w.check('a'), 'new');
+  const [a, b] = uuids(2) as [string, string];
+  t.equal(w.check(key(a)), 'new');
   const ok = Promise.resolve();
-  w.track(['a'], ok);
-  t.equal(w.check('a'), ok, 'in flight: the duplicate waits for the first copy');
+  w.track([key(a)], ok);
+  t.equal(w.check(key(a)), ok, 'in flight: the duplicate waits for the first copy');
+  t.equal(w.check(key(a, 2)), 'new', 'the same uuid in another project is another event');
   await ok;
   await Promise.resolve();
-  t.equal(w.check('a'), 'committed');
+  t.equal(w.check(key(a)), 'committed');
+  t.equal(w.check(key(a, 2)), 'new');
 
   const failed = Promise.reject(new Error('insert failed'));
   failed.catch(() => undefined);
-  w.track(['b'], failed);
+  w.track([key(b)], failed);
   await failed.catch(() => undefined);
   await Promise.resolve();
-  t.equal(w.check('b'), 'new', 'a retry after a failed commit is stored');
+  t.equal(w.check(key(b)), 'new', 'a retry after a failed commit is stored');
 });
 
 t.test('memory is bounded by two generations', (t) => {
   const w = new DedupWindow(3);
-  for (const k of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) w.remember(k);
+  const ids = uuids(7);
+  for (const u of ids) w.remember(key(u));
   t.ok(w.size <= 6);
-  t.equal(w.check('g'), 'committed');
-  t.equal(w.check('d'), 'committed', 'the previous generation is still remembered');
-  t.equal(w.check('a'), 'new', 'the oldest generation is forgotten');
+  t.equal(w.check(key(ids[6]!)), 'committed');
+  t.equal(w.check(key(ids[3]!)), 'committed', 'the previous generation is still remembered');
+  t.equal(w.check(key(ids[0]!)), 'new', 'the oldest generation is forgotten');
   t.end();
 });
 
 t.test('size 0 turns the window off', (t) => {
   const w = new DedupWindow(0);
-  w.remember('a');
-  t.equal(w.check('a'), 'new');
+  const [a] = uuids(1) as [string];
+  w.remember(key(a));
+  t.equal(w.check(key(a)), 'new');
+  t.equal(w.size, 0);
+  t.end();
+});
+
+t.test('UuidSet: exact membership at its fill limit, over many uuids', (t) => {
+  const limit = 50_000;
+  const set = new UuidSet(limit);
+  const inside = uuids(limit);
+  let refused = 0;
+  for (const u of inside) if (!set.add(7, u)) refused++;
+  t.equal(refused, 0, 'every new uuid is added');
+  t.equal(set.size, limit);
+  t.equal(set.full, true);
+  let missing = 0;
+  for (const u of inside) if (!set.has(7, u)) missing++;
+  t.equal(missing, 0, 'every uuid added is found');
+  let phantom = 0;
+  for (const u of uuids(limit)) if (set.has(7, u)) phantom++;
+  t.equal(phantom, 0, 'no uuid that was not added is found');
+  let otherProject = 0;
+  for (const u of inside.slice(0, 1000)) if (set.has(8, u)) otherProject++;
+  t.equal(otherProject, 0, 'the project is part of the key');
+  t.equal(set.add(7, inside[0]!), false, 'adding a present pair again is a no-op');
+  t.throws(() => set.add(7, randomUUID()), RangeError, 'a full set refuses more');
+  set.clear();
+  t.equal(set.size, 0);
+  t.equal(set.has(7, inside[0]!), false, 'clear forgets everything');
+  t.end();
+});
+
+t.test('UuidSet: case does not matter; uuids that differ in one digit do; odd strings still work', (t) => {
+  const set = new UuidSet(100);
+  const u = '0190f1a2-b3c4-7d5e-8f60-718293a4b5c6';
+  set.add(1, u);
+  t.ok(set.has(1, u.toUpperCase()), 'upper-case is the same uuid');
+  for (let i = 0; i < 36; i++) {
+    if (u[i] === '-') continue;
+    const other = u.slice(0, i) + (u[i] === '0' ? '1' : '0') + u.slice(i + 1);
+    if (set.has(1, other)) t.fail(`a uuid one digit off (at ${i}) was found`);
+  }
+  // Made-up uuids that share their random tail do not collide either.
+  const tail = '-0000-7000-8000-000000000000';
+  for (let i = 0; i < 50; i++) set.add(1, `${i.toString(16).padStart(8, '0')}${tail}`);
+  for (let i = 0; i < 50; i++) t.ok(set.has(1, `${i.toString(16).padStart(8, '0')}${tail}`));
+  t.notOk(set.has(1, `000000ff${tail}`));
+  set.add(2, 'not-a-uuid');
+  t.ok(set.has(2, 'not-a-uuid'));
+  t.notOk(set.has(2, 'not-a-uuie'));
   t.end();
 });
