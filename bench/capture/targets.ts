@@ -196,5 +196,8 @@ export async function startWeir(): Promise<Target> {
     WEIR_LOG_LEVEL: 'warn',
   };
   const removeData = (): void => rmSync(dataDir, { recursive: true, force: true });
-  return startChild('weir', [join(REPO_ROOT, 'bin/weir.js'), 'start'], env, port, removeData);
+  // Node flags for Weir alone (`BENCH_WEIR_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR'`, GC tracing), not for
+  // the generator or the bare server.
+  const nodeArgs = (process.env['BENCH_WEIR_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+  return startChild('weir', [...nodeArgs, join(REPO_ROOT, 'bin/weir.js'), 'start'], env, port, removeData);
 }
