@@ -20,6 +20,14 @@ export function isUuid(s: string): boolean {
  */
 export function uuidv7(now = Date.now()): string {
   const random = randomUUID(); // xxxxxxxx-xxxx-4xxx-Yxxx-xxxxxxxxxxxx
-  const ts = now.toString(16).padStart(12, '0');
-  return `${ts.slice(0, 8)}-${ts.slice(8, 12)}-7${random.slice(15)}`;
+  if (now !== prefixMs) {
+    // Many uuids share a millisecond under load: their time prefix is worked out once.
+    const ts = now.toString(16).padStart(12, '0');
+    prefix = `${ts.slice(0, 8)}-${ts.slice(8, 12)}-7`;
+    prefixMs = now;
+  }
+  return prefix + random.slice(15);
 }
+
+let prefixMs = -1;
+let prefix = '';

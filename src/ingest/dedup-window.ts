@@ -1,4 +1,4 @@
-import { UuidSet } from './uuid-set.ts';
+import { UuidSet, uuidKey } from './uuid-set.ts';
 
 /** What identifies an event to the window: its uuid within its project. */
 export interface EventKey {
@@ -18,6 +18,8 @@ export class DedupWindow {
   #current: UuidSet | undefined;
   #previous: UuidSet | undefined;
   readonly #inFlight = new Map<string, Promise<void>>();
+  /** Scratch for the parsed key of the uuid at hand. */
+  readonly #words = new Uint32Array(5);
 
   constructor(size: number) {
     this.#size = size;
@@ -33,8 +35,8 @@ export class DedupWindow {
    */
   check(key: EventKey): 'new' | 'committed' | Promise<void> {
     if (!this.#current || !this.#previous) return 'new';
-    const { projectId, uuid } = key;
-    if (this.#current.has(projectId, uuid) || this.#previous.has(projectId, uuid)) return 'committed';
+    const words = uuidKey(key.projectId, key.uuid, this.#words);
+    if (this.#current.hasKey(words) || this.#previous.hasKey(words)) return 'committed';
     return this.#inFlight.get(inFlightKey(key)) ?? 'new';
   }
 
@@ -59,14 +61,14 @@ export class DedupWindow {
   /** Records an event as stored (also used to warm the window from the store at start). */
   remember(key: EventKey): void {
     if (!this.#current || !this.#previous) return;
-    if (this.#previous.has(key.projectId, key.uuid)) return;
     if (this.#current.full) {
       const oldest = this.#previous;
       oldest.clear();
       this.#previous = this.#current;
       this.#current = oldest;
     }
-    this.#current.add(key.projectId, key.uuid);
+    // Not looked up in the previous generation first: a uuid in both costs one slot, a lookup costs a cache miss.
+    this.#current.addKey(uuidKey(key.projectId, key.uuid, this.#words));
   }
 
   /** Uuids remembered as stored (in flight not counted). */

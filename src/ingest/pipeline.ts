@@ -8,6 +8,9 @@ export interface PipelineOutput {
   readonly written: Promise<void>[];
 }
 
+/** The person properties of an event that has no person (shared: nothing writes into it). */
+const NO_PROPERTIES: Record<string, unknown> = Object.freeze({});
+
 /**
  * The ingest pipeline: the steps, in the one place their order is written down. Each event runs through
  * every step until one drops it. Steps may be synchronous; the pipeline awaits only those that are not.
@@ -34,7 +37,7 @@ export class Pipeline {
         receivedAt: captured.receivedAt,
         personId: '',
         personMode: 'full',
-        personProperties: {},
+        personProperties: NO_PROPERTIES,
         groups: ['', '', '', '', ''],
       };
       let kept = true;

@@ -13,8 +13,6 @@ export class UuidSet {
   readonly #limit: number;
   readonly #slots: Uint32Array;
   #size = 0;
-  /** Scratch for the words of the uuid being looked up (no allocation per call). */
-  readonly #key = new Uint32Array(5);
 
   /** Room for `limit` pairs, at most two thirds of the slots filled so probes stay short. */
   constructor(limit: number) {
@@ -33,16 +31,24 @@ export class UuidSet {
   }
 
   has(projectId: number, uuid: string): boolean {
-    return this.#find(projectId, uuid) >= 0;
+    return this.hasKey(uuidKey(projectId, uuid, SCRATCH));
   }
 
   /** Adds the pair; returns false when it was there already. */
   add(projectId: number, uuid: string): boolean {
-    const at = this.#find(projectId, uuid);
+    return this.addKey(uuidKey(projectId, uuid, SCRATCH));
+  }
+
+  /** `has` for a key made by `uuidKey` (one parse of the uuid for several sets). */
+  hasKey(key: Uint32Array): boolean {
+    return this.#find(key) >= 0;
+  }
+
+  addKey(key: Uint32Array): boolean {
+    const at = this.#find(key);
     if (at >= 0) return false;
     if (this.full) throw new RangeError('UuidSet is full');
     const base = -at - 1;
-    const key = this.#key;
     for (let w = 0; w < 5; w++) this.#slots[base + w] = key[w]!;
     this.#size++;
     return true;
@@ -55,13 +61,10 @@ export class UuidSet {
   }
 
   /** The slot offset of the pair when present, else `-(offset of the empty slot where it would go) - 1`. */
-  #find(projectId: number, uuid: string): number {
-    const key = this.#key;
-    key[0] = projectId + 1;
-    wordsOf(uuid, key);
+  #find(key: Uint32Array): number {
     // The uuid's last 32 bits are random in every version that matters (v4, v7); the other words are mixed in
     // so that made-up uuids with equal tails do not all land on one slot.
-    const mixed = (key[4]! ^ Math.imul(key[3]!, 0x9e3779b1) ^ Math.imul(key[0] ^ key[1]!, 0x85ebca6b)) >>> 0;
+    const mixed = (key[4]! ^ Math.imul(key[3]!, 0x9e3779b1) ^ Math.imul(key[0]! ^ key[1]!, 0x85ebca6b)) >>> 0;
     let slot = Math.floor((mixed / 4294967296) * this.#capacity);
     const slots = this.#slots;
     for (;;) {
@@ -79,6 +82,18 @@ export class UuidSet {
       slot = slot + 1 === this.#capacity ? 0 : slot + 1;
     }
   }
+}
+
+const SCRATCH = new Uint32Array(5);
+
+/**
+ * The five words a set keeps of a pair, written into `out` (pass a reused array: no allocation per call):
+ * project id + 1, then the uuid's 128 bits.
+ */
+export function uuidKey(projectId: number, uuid: string, out: Uint32Array): Uint32Array {
+  out[0] = projectId + 1;
+  wordsOf(uuid, out);
+  return out;
 }
 
 /**

@@ -104,6 +104,8 @@ export function applyPropertyUpdates(
   const set = properties['$set'];
   const setOnce = properties['$set_once'];
   const unsetRaw = properties['$unset'];
+  // Most events change nothing about their person.
+  if (set === undefined && setOnce === undefined && unsetRaw === undefined) return current;
   const unset = Array.isArray(unsetRaw)
     ? unsetRaw.filter((k): k is string => typeof k === 'string')
     : isObject(unsetRaw)
