@@ -6,7 +6,11 @@ import type { Logger } from './core/logger.ts';
 import { Metrics } from './core/metrics.ts';
 import type { Bus } from './core/ports.ts';
 import type { IngestService } from './ingest/ingest-service.ts';
+import type { FileCatalog } from './catalog/file-catalog.ts';
+import { InFlight } from './http/in-flight.ts';
 import { mountApi } from './roles/api.ts';
+import { CaptureThreads } from './roles/capture-threads.ts';
+import type { LoggedStore } from './store/logged-store.ts';
 import { mountCapture } from './roles/capture-role.ts';
 import { consumeBus, openDataDir, startIngest, type Weir } from './roles/owner.ts';
 import { serveRole } from './roles/serve.ts';
@@ -29,6 +33,15 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
     const bus = await openBus(config, { ingest, metrics, logger }, teardown);
 
     const app = uWS.App();
+    if (config.captureThreads > 0) {
+      const served = await serveWithCaptureThreads(
+        app,
+        config,
+        { catalog, store, bus, metrics, logger },
+        teardown,
+      );
+      return { ...served, catalog, metrics, store };
+    }
     const inFlight = mountCapture(app, config, { catalog, bus: bus.bus, metrics, logger });
     mountApi(app, config, { catalog, store, inFlight, logger });
     const served = await serveRole(
@@ -42,6 +55,52 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
   } catch (err) {
     return teardown.abandon(err);
   }
+}
+
+/**
+ * `weir start` with capture on threads of its own (see capture-threads.ts): this thread serves the API and the
+ * operations routes on a loopback port, and the threads listen on the public one.
+ */
+async function serveWithCaptureThreads(
+  app: uWS.TemplatedApp,
+  config: Config,
+  deps: {
+    catalog: FileCatalog;
+    store: LoggedStore;
+    bus: { bus: Bus; isReady: () => boolean };
+    metrics: Metrics;
+    logger: Logger;
+  },
+  teardown: Teardown,
+): Promise<{ port: number; url: string; close: () => Promise<void> }> {
+  const { catalog, store, bus, metrics, logger } = deps;
+  const inFlight = new InFlight();
+  mountApi(app, config, { catalog, store, inFlight, logger });
+  // Set once the threads run; the ops routes are registered (and may be asked) before that.
+  const started: { threads?: CaptureThreads } = {};
+  const internal = await serveRole(
+    app,
+    { ...config, host: '127.0.0.1', port: 0 },
+    {
+      metrics,
+      logger,
+      inFlight,
+      isReady: () => bus.isReady() && started.threads !== undefined && started.threads.healthy,
+      isHealthy: () => started.threads?.healthy ?? true,
+      moreMetrics: () => started.threads?.metrics() ?? Promise.resolve([]),
+    },
+    teardown,
+    { message: 'API listening on loopback for the capture threads' },
+  );
+  const threads = await CaptureThreads.start(config, { bus: bus.bus, catalog, logger, target: internal.url });
+  started.threads = threads;
+  teardown.push('finish capture requests and stop the capture threads', async () => {
+    await threads.drain(config.shutdownTimeoutMs);
+    await threads.stop();
+  });
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${threads.port}`;
+  logger.info({ url, captureThreads: config.captureThreads, dataDir: config.dataDir }, 'weir is ready');
+  return { port: threads.port, url, close: internal.close };
 }
 
 /**

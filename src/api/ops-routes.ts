@@ -1,5 +1,6 @@
+import { AggregatorRegistry } from 'prom-client';
 import type { TemplatedApp } from 'uWebSockets.js';
-import type { Metrics } from '../core/metrics.ts';
+import type { Metrics, MetricsJson } from '../core/metrics.ts';
 import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
 import { Reply } from '../http/uws.ts';
@@ -9,18 +10,25 @@ export interface OpsDeps {
   readonly logger: Logger;
   /** Whether this process takes traffic now (false while starting or draining). */
   readonly isReady: () => boolean;
+  /** Whether the process works as it should (a dead capture thread makes it unhealthy). @default always */
+  readonly isHealthy?: () => boolean;
+  /** Metrics kept elsewhere in the process (capture threads), merged into `/metrics` (counters summed). */
+  readonly moreMetrics?: () => Promise<MetricsJson[]>;
 }
 
 /** `/_health` (the process is alive), `/_ready` (it takes traffic), `/metrics` (Prometheus), and a JSON 404. */
 export function registerOpsRoutes(app: TemplatedApp, deps: OpsDeps): void {
-  app.get('/_health', (res) => new Reply(res).json(200, { status: 'ok' }));
+  app.get('/_health', (res) => {
+    const healthy = deps.isHealthy?.() ?? true;
+    new Reply(res).json(healthy ? 200 : 503, { status: healthy ? 'ok' : 'unhealthy' });
+  });
   app.get('/_ready', (res) => {
     const ready = deps.isReady();
     new Reply(res).json(ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready' });
   });
   app.get('/metrics', (res) => {
     const reply = new Reply(res);
-    deps.metrics.registry.metrics().then(
+    metricsText(deps).then(
       (text) => reply.send(200, text, { 'Content-Type': deps.metrics.registry.contentType }),
       (err: unknown) => {
         deps.logger.error({ err }, 'metrics collection failed');
@@ -31,4 +39,10 @@ export function registerOpsRoutes(app: TemplatedApp, deps: OpsDeps): void {
   app.any('/*', (res) => {
     new Reply(res).error(new AppError('not_found', { detail: 'No route matches this path.' }));
   });
+}
+
+async function metricsText(deps: OpsDeps): Promise<string> {
+  if (!deps.moreMetrics) return deps.metrics.registry.metrics();
+  const [own, more] = await Promise.all([deps.metrics.registry.getMetricsAsJSON(), deps.moreMetrics()]);
+  return AggregatorRegistry.aggregate([own, ...more]).metrics();
 }

@@ -39,6 +39,7 @@ export class FileCatalog implements Catalog {
   readonly #path: string;
   #state: CatalogState;
   #tail: Promise<unknown> = Promise.resolve();
+  readonly #listeners: ((projects: readonly Project[]) => void)[] = [];
   /** Set on the start that created the catalog. */
   readonly bootstrap: Bootstrap | undefined;
 
@@ -210,6 +211,14 @@ export class FileCatalog implements Catalog {
     });
   }
 
+  /**
+   * Calls `listener` with every project after each change of the catalog is saved, before the change's
+   * caller hears of it (capture threads keep their own copy of the project keys this way).
+   */
+  onChange(listener: (projects: readonly Project[]) => void): void {
+    this.#listeners.push(listener);
+  }
+
   /** Waits for changes in progress; every change is saved when it is made, nothing is buffered. */
   async close(): Promise<void> {
     await this.#tail;
@@ -225,6 +234,7 @@ export class FileCatalog implements Catalog {
       if (next) {
         await writeAtomically(this.#path, next.snapshot);
         this.#state = next;
+        for (const listener of this.#listeners) listener(this.listProjects());
       }
       return result;
     });

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 
 /**
@@ -39,7 +40,7 @@ export interface Config {
   readonly storeFsync: boolean;
   /** MiB committed to the embedded store's log and not yet applied to its tables before capture answers 503. @default 256 */
   readonly storeMaxPendingMb: number;
-  /** Longest a committed row waits before the embedded store applies it to its tables (reads never wait). @default 200 */
+  /** Longest a committed row waits before the embedded store applies it to its tables (reads never wait). @default 1000 */
   readonly storeApplyIntervalMs: number;
   /**
    * How long JetStream waits for ingest to acknowledge a batch before delivering it again: after an ingest
@@ -54,6 +55,13 @@ export interface Config {
   readonly endpointCacheMb: number;
   /** Longest a graceful shutdown waits for in-flight work before giving up. @default 15000 */
   readonly shutdownTimeoutMs: number;
+  /**
+   * Threads that serve HTTP capture in `weir start` (and pass every other request on to the main thread,
+   * which keeps ingest, the store and the API). 0 serves everything on the main thread. On two cores one
+   * capture thread measured no faster and with a worse p99 (bench/results/capture.md), so it is off there.
+   * @default 1 on a machine with four cores or more, else 0
+   */
+  readonly captureThreads: number;
 }
 
 type Parser<T> = (raw: string, name: string) => T;
@@ -195,6 +203,12 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     env: 'WEIR_SHUTDOWN_TIMEOUT_MS',
     parse: int(0, 3_600_000),
     default: 15_000,
+  },
+  captureThreads: {
+    key: 'captureThreads',
+    env: 'WEIR_CAPTURE_THREADS',
+    parse: int(0, 64),
+    default: availableParallelism() >= 4 ? 1 : 0,
   },
 };
 

@@ -1,5 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+/** A registry's metrics as prom-client's JSON (what crosses from a capture thread to the main thread). */
+export type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
+
 /**
  * Every Prometheus metric Weir exports, on one registry per process (not prom-client's global one, so two
  * Weirs in one test process do not collide).

@@ -23,10 +23,15 @@ export function listen(app: uWS.TemplatedApp, host: string, port: number): Promi
         return;
       }
       const bound = uWS.us_socket_local_port(socket);
+      let open = true;
       resolve({
         port: bound,
         url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
-        stopListening: () => uWS.us_listen_socket_close(socket),
+        stopListening: () => {
+          // Closing a listen socket twice is a use after free in uWS.
+          if (open) uWS.us_listen_socket_close(socket);
+          open = false;
+        },
       });
     });
   });

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { AppError, errorBody, toAppError } from '../errors/app-error.ts';
 
@@ -51,7 +52,7 @@ export class Reply {
     this.done = true;
     const res = this.res;
     res.cork(() => {
-      res.writeStatus(STATUS_TEXT[status] ?? String(status));
+      res.writeStatus(STATUS_TEXT[status] ?? `${status} ${STATUS_CODES[status] ?? ''}`.trimEnd());
       for (const name in headers) res.writeHeader(name, headers[name]!);
       if (body === undefined || body.length < 64 * 1024) {
         res.end(body, closeConnection);

@@ -1,5 +1,5 @@
 import type uWS from 'uWebSockets.js';
-import { registerOpsRoutes } from '../api/ops-routes.ts';
+import { registerOpsRoutes, type OpsDeps } from '../api/ops-routes.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -27,13 +27,21 @@ export async function serveRole(
     readonly logger: Logger;
     readonly isReady: () => boolean;
     readonly inFlight?: InFlight;
+    readonly isHealthy?: OpsDeps['isHealthy'];
+    readonly moreMetrics?: OpsDeps['moreMetrics'];
   },
   teardown: Teardown,
   announce: { readonly message: string } & Record<string, unknown>,
 ): Promise<Served> {
   const { metrics, logger, inFlight } = deps;
   let ready = false;
-  registerOpsRoutes(app, { metrics, logger, isReady: () => ready && deps.isReady() });
+  registerOpsRoutes(app, {
+    metrics,
+    logger,
+    isReady: () => ready && deps.isReady(),
+    isHealthy: deps.isHealthy,
+    moreMetrics: deps.moreMetrics,
+  });
   const server = await listen(app, config.host, config.port);
   teardown.push(inFlight ? 'finish requests in progress' : 'stop listening', async () => {
     server.stopListening();
