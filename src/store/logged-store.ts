@@ -121,9 +121,10 @@ export class LoggedStore implements Store, TableReader {
   async insert(table: string, rows: readonly Row[]): Promise<void> {
     if (rows.length === 0) return;
     if (this.#closed) throw new Error('the store is closed');
-    let text = '';
-    for (const r of rows) text += `${JSON.stringify(r)}\n`;
-    const data = Buffer.from(text);
+    // One JSON array per commit: a third less CPU than a JSON text per row (bench/ingest/hot-path.ts), and
+    // ClickHouse's JSONEachRow reads an array of objects as rows. (Logs of earlier versions hold one object per
+    // line; the applier reads both.)
+    const data = Buffer.from(JSON.stringify(rows));
     if (this.#pendingBytes > 0 && this.#pendingBytes + data.length > this.#options.maxPendingBytes)
       throw new StoreBusyError(this.#pendingBytes);
     const started = performance.now();
@@ -305,7 +306,7 @@ export class LoggedStore implements Store, TableReader {
       else byTable.set(f.table, [f.data]);
     }
     for (const [table, parts] of byTable) {
-      const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+      const data = jsonArrayOf(parts);
       await this.#insertChecked(table, data, `${token}:${table}`);
     }
     await this.#log.endApply(to);
@@ -338,7 +339,7 @@ export class LoggedStore implements Store, TableReader {
       await this.#inner.insertRaw(table, data, token);
     } catch (err) {
       if (!isDataError(err)) throw err;
-      const lines = splitLines(data);
+      const lines = rowLines(data);
       const refused: { line: number; err: unknown }[] = [];
       await this.#bisect(table, lines, 0, lines.length, token, err, refused);
       if (refused.length === lines.length) throw err;
@@ -392,6 +393,44 @@ export class LoggedStore implements Store, TableReader {
 /** The deduplication token of the block of a log between two positions: the same block, the same token. */
 export function blockToken(logId: string, from: LogPosition, to: LogPosition): string {
   return `${logId}:${from.segment}.${from.offset}-${to.segment}.${to.offset}`;
+}
+
+/**
+ * One JSON array of the rows of several frames, each an array (or, from logs of earlier versions, one object
+ * a line): JSONEachRow input reads one array, not several one after another.
+ */
+export function jsonArrayOf(frames: readonly Buffer[]): Buffer {
+  if (frames.length === 1 && frames[0]![0] === OPEN_BRACKET) return frames[0]!;
+  const parts: Buffer[] = [OPEN];
+  for (const f of frames) {
+    const members = f[0] === OPEN_BRACKET ? f.subarray(1, f.length - 1) : linesAsMembers(f);
+    if (members.length === 0) continue;
+    if (parts.length > 1) parts.push(COMMA);
+    parts.push(members);
+  }
+  parts.push(CLOSE);
+  return Buffer.concat(parts);
+}
+
+const OPEN_BRACKET = 0x5b;
+const OPEN = Buffer.from('[');
+const CLOSE = Buffer.from(']');
+const COMMA = Buffer.from(',');
+
+/** JSON lines as array members: a JSON text holds no raw newline, so every newline separates two rows. */
+function linesAsMembers(lines: Buffer): Buffer {
+  let end = lines.length;
+  while (end > 0 && (lines[end - 1] === 0x0a || lines[end - 1] === 0x0d)) end--;
+  const out = Buffer.from(lines.subarray(0, end));
+  for (let i = out.indexOf(0x0a); i !== -1; i = out.indexOf(0x0a, i + 1)) out[i] = 0x2c;
+  return out;
+}
+
+/** The rows of a block one JSON text a line (each ending in a newline), to look for the ones at fault. */
+function rowLines(data: Buffer): Buffer[] {
+  if (data[0] !== OPEN_BRACKET) return splitLines(data);
+  const rows = JSON.parse(data.toString('utf8')) as unknown[];
+  return rows.map((r) => Buffer.from(`${JSON.stringify(r)}\n`));
 }
 
 function splitLines(data: Buffer): Buffer[] {
