@@ -17,6 +17,7 @@
  */
 import { mkdir, open, readdir, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fdatasync, writev } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { randomUUID } from 'node:crypto';
 
@@ -233,13 +234,7 @@ export class CommitLog {
       frames.push({ table: a.table, rows: a.rows, data: a.data, end: { segment: this.#segment, offset } });
     }
     try {
-      const bytes = Buffer.concat(parts);
-      let written = 0;
-      while (written < bytes.length) {
-        const { bytesWritten } = await this.#fh.write(bytes, written, bytes.length - written, null);
-        written += bytesWritten;
-      }
-      if (this.#options.fsync) await this.#fh.datasync();
+      await writeAndSync(this.#fh.fd, parts, this.#offset, this.#options.fsync);
       this.#offset = offset;
     } catch (err) {
       // Leave no half-written frame behind; if even that fails, refuse further appends.
@@ -258,6 +253,34 @@ export class CommitLog {
     this.#offset = 0;
     this.#fh = await open(join(this.#options.dir, segmentName(this.#segment)), 'wx');
   }
+}
+
+/**
+ * Writes `parts` at `position` (one `writev`, more only if the kernel takes less), then `fdatasync`s. The
+ * position is explicit: after a failed write is cut off, the next one must start where the log ends, not
+ * where the file offset was left. On the callback API,
+ * on the callback API, without the promise and FileHandle machinery of two `fs/promises` calls per commit,
+ * which showed in a profile of single-event capture (a commit every millisecond or so).
+ */
+function writeAndSync(fd: number, parts: Buffer[], position: number, sync: boolean): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = (err: NodeJS.ErrnoException | null): void => {
+      if (err) reject(err);
+      else if (sync) fdatasync(fd, (e) => (e ? reject(e) : resolve()));
+      else resolve();
+    };
+    const write = (buffers: Buffer[], at: number): void => {
+      writev(fd, buffers, at, (err, written) => {
+        if (err) return done(err);
+        let rest = written;
+        let i = 0;
+        while (i < buffers.length && rest >= buffers[i]!.length) rest -= buffers[i++]!.length;
+        if (i === buffers.length) return done(null);
+        write([buffers[i]!.subarray(rest), ...buffers.slice(i + 1)], at + written);
+      });
+    };
+    write(parts, position);
+  });
 }
 
 async function writeStateFile(dir: string, state: State, fsync: boolean): Promise<void> {
