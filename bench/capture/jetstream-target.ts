@@ -47,7 +47,15 @@ export async function startWeirJetStream(nats: BenchNats): Promise<JetStreamWeir
   try {
     const ingestPort = await freePort();
     // Ingest first: it creates the catalog (project 1, the bench's key) that capture waits for.
-    const ingest = await startServer('weir ingest', [WEIR, 'ingest'], env(ingestPort), ingestPort, '/_ready');
+    // BENCH_WEIR_NODE_ARGS (see targets.ts) goes to the ingest role, the one that does most of the work.
+    const nodeArgs = (process.env['BENCH_WEIR_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+    const ingest = await startServer(
+      'weir ingest',
+      [...nodeArgs, WEIR, 'ingest'],
+      env(ingestPort),
+      ingestPort,
+      '/_ready',
+    );
     started.push(ingest);
     const capturePort = await freePort();
     const capture = await startServer(

@@ -43,6 +43,9 @@ export class NatsLink {
         reconnectTimeWait: 250,
         reconnectJitter: 100,
         waitOnFirstConnect: false,
+        // The client otherwise makes an Error (a stack capture) up front for every request it sends, in case
+        // it times out: every publish ack and every ack confirmation. That was 9% of ingest's CPU under load.
+        noAsyncTraces: true,
       });
     } catch (err) {
       throw new Error(`cannot connect to NATS at ${url}: ${(err as Error).message}`, { cause: err });
