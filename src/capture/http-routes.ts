@@ -10,13 +10,13 @@ import { MAX_WIRE_BYTES } from './limits.ts';
 /** The capture paths (SPEC §2); each answers with and without a trailing slash. */
 export const CAPTURE_PATHS = ['/i/v0/e', '/batch', '/e', '/capture', '/track', '/engage'] as const;
 
-const REQUEST_HEADERS = [
-  'content-type',
-  'content-encoding',
-  'content-length',
-  'origin',
-  'access-control-request-headers',
-];
+const POST_HEADERS = ['content-type', 'content-encoding', 'content-length', 'origin'];
+const PREFLIGHT_HEADERS = ['origin', 'access-control-request-headers'];
+
+/** The answer of an accepted request, made once. */
+const OK_BODY = JSON.stringify({ status: 'Ok' });
+const JSON_TYPE: Headers = Object.freeze({ 'Content-Type': 'application/json' });
+const NO_HEADERS: Headers = Object.freeze({});
 
 export interface CaptureRoutesDeps {
   readonly service: CaptureService;
@@ -31,7 +31,7 @@ export function registerCaptureRoutes(app: TemplatedApp, deps: CaptureRoutesDeps
     for (const pattern of [path, `${path}/`]) {
       app.post(pattern, (res, req) => handlePost(res, req, route, path === '/batch', deps));
       app.options(pattern, (res, req) => {
-        const h = readHeaders(req, REQUEST_HEADERS);
+        const h = readHeaders(req, PREFLIGHT_HEADERS);
         new Reply(res).send(204, undefined, {
           ...corsHeaders(h['origin']!),
           'Access-Control-Allow-Headers':
@@ -50,6 +50,8 @@ export function registerCaptureRoutes(app: TemplatedApp, deps: CaptureRoutesDeps
   }
 }
 
+const EMPTY_QUERY = new URLSearchParams();
+
 function corsHeaders(origin: string): Headers {
   return {
     'Access-Control-Allow-Origin': origin || '*',
@@ -67,9 +69,12 @@ function handlePost(
   deps: CaptureRoutesDeps,
 ): void {
   const reply = new Reply(res);
-  const h = readHeaders(req, REQUEST_HEADERS);
-  const query = new URLSearchParams(req.getQuery() ?? '');
-  const cors = corsHeaders(h['origin']!);
+  const h = readHeaders(req, POST_HEADERS);
+  const rawQuery = req.getQuery();
+  const query = rawQuery ? new URLSearchParams(rawQuery) : EMPTY_QUERY;
+  // A browser sends Origin with every cross-origin request, and only then reads the CORS headers; server
+  // SDKs send none, and their answers go without (five headers fewer on the hot path).
+  const cors = h['origin'] ? corsHeaders(h['origin']) : NO_HEADERS;
   const started = performance.now();
   if (!deps.inFlight.accepting) {
     reply.error(
@@ -117,7 +122,7 @@ function handlePost(
       reply.send(204, undefined, cors);
       return 204;
     }
-    reply.json(200, { status: 'Ok' }, cors);
+    reply.send(200, OK_BODY, cors === NO_HEADERS ? JSON_TYPE : { ...JSON_TYPE, ...cors });
     return 200;
   };
 

@@ -60,6 +60,17 @@ t.test('POST answers carry the CORS origin too (a browser reads them)', async (t
   const refused = await post(`${w.url}/e/`, '{', { 'content-type': 'text/plain', origin: ORIGIN });
   t.equal(refused.status, 400);
   t.equal(refused.headers.get('access-control-allow-origin'), ORIGIN, 'on errors as well');
+  const server = await post(
+    `${w.url}/e/`,
+    JSON.stringify({ api_key: KEY, event: 'http_cors', distinct_id: 'http-cors-server' }),
+  );
+  t.equal(server.status, 200);
+  t.equal(
+    server.headers.get('access-control-allow-origin'),
+    null,
+    'no Origin (a server SDK): no CORS headers',
+  );
+  t.equal(server.headers.get('content-type'), 'application/json');
 });
 
 t.test('other methods are 405 with Allow: POST, OPTIONS', async (t) => {
