@@ -16,7 +16,7 @@ import { STREAM } from '../../src/bus/jetstream/streams.ts';
 import { REPO_ROOT, freePort, processCpuSeconds } from './child-processes.ts';
 import type { BenchNats } from './nats-server.ts';
 import { API_KEY } from './payloads.ts';
-import { HOST, cleanEnv, startServer, type ServerProcess, type Target } from './targets.ts';
+import { HOST, benchWeirEnv, cleanEnv, startServer, type ServerProcess, type Target } from './targets.ts';
 import { readWeirCounters } from './weir-metrics.ts';
 
 const WEIR = join(REPO_ROOT, 'bin/weir.js');
@@ -41,6 +41,7 @@ export async function startWeirJetStream(nats: BenchNats): Promise<JetStreamWeir
     WEIR_NATS_URL: nats.url,
     WEIR_BOOTSTRAP_PROJECT_API_KEY: API_KEY,
     WEIR_LOG_LEVEL: 'warn',
+    ...benchWeirEnv(),
   });
   const started: ServerProcess[] = [];
   let nc: NatsConnection | undefined;

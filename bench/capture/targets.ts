@@ -183,6 +183,16 @@ export async function startBareUws(): Promise<Target> {
   return startChild('bare-uws', args, cleanEnv(), port, () => undefined);
 }
 
+/** Settings to try without editing the code: BENCH_WEIR_ENV='WEIR_STORE_FSYNC=false WEIR_CAPTURE_THREADS=0'. */
+export function benchWeirEnv(): Record<string, string> {
+  return Object.fromEntries(
+    (process.env['BENCH_WEIR_ENV'] ?? '')
+      .split(' ')
+      .filter((kv) => kv.includes('='))
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+}
+
 /** Weir, embedded, on a fresh data directory that is removed when it stops. */
 export async function startWeir(): Promise<Target> {
   const port = await freePort();
@@ -194,13 +204,7 @@ export async function startWeir(): Promise<Target> {
     WEIR_DATA_DIR: dataDir,
     WEIR_BOOTSTRAP_PROJECT_API_KEY: API_KEY,
     WEIR_LOG_LEVEL: 'warn',
-    // Settings to try without editing the code: BENCH_WEIR_ENV='WEIR_STORE_FSYNC=false WEIR_CAPTURE_THREADS=0'.
-    ...Object.fromEntries(
-      (process.env['BENCH_WEIR_ENV'] ?? '')
-        .split(' ')
-        .filter((kv) => kv.includes('='))
-        .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-    ),
+    ...benchWeirEnv(),
   };
   const removeData = (): void => rmSync(dataDir, { recursive: true, force: true });
   // Node flags for Weir alone (`BENCH_WEIR_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR'`, GC tracing), not for
