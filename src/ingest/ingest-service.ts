@@ -153,13 +153,13 @@ export class IngestService {
     let fail!: (err: unknown) => void;
     // An event counts as stored only once its person and group rows are too: if those failed, the client's
     // retry must run the event again rather than be dropped as a duplicate.
-    this.#dedup.track(
-      fresh,
-      new Promise<void>((resolve, reject) => {
-        settle = resolve;
-        fail = reject;
-      }),
-    );
+    const claim = new Promise<void>((resolve, reject) => {
+      settle = resolve;
+      fail = reject;
+    });
+    // Handled here: with the window off nothing else listens, and a failed job must not be an unhandled rejection.
+    claim.catch(() => undefined);
+    this.#dedup.track(fresh, claim);
     try {
       const out = await this.#pipeline.run(fresh);
       job.commits.push(...out.written);
