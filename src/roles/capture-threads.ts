@@ -18,6 +18,8 @@ import type { CaptureThreadInit } from './capture-thread.ts';
 const ENTRY = join(import.meta.dirname, '../../bin/capture-thread.js');
 /** Longest a capture thread may take to start listening. */
 const START_TIMEOUT_MS = 30_000;
+/** Longest `/metrics` waits for a thread's figures. */
+const METRICS_TIMEOUT_MS = 5_000;
 
 /**
  * The capture threads of `weir start`. On one thread, HTTP and capture (decode, validate, normalise, reply)
@@ -107,6 +109,7 @@ class Thread {
   #drained: (() => void) | undefined;
   #exited: Promise<void>;
   #stopping = false;
+  #gone = false;
 
   private constructor(
     worker: Worker,
@@ -117,6 +120,7 @@ class Thread {
     this.#worker = worker;
     this.port = port;
     this.#exited = exited;
+    void exited.then(() => (this.#gone = true));
     this.#bus = deps.bus;
     this.#logger = deps.logger;
   }
@@ -162,10 +166,19 @@ class Thread {
     this.#worker.postMessage(message);
   }
 
+  /** The thread's metrics; none from a thread that is gone or does not answer within a few seconds. */
   metrics(): Promise<MetricsJson> {
+    if (this.#gone) return Promise.resolve([]);
     const id = this.#nextMetrics++;
     return new Promise((resolve) => {
-      this.#metricsWaiting.set(id, resolve);
+      const timer = setTimeout(() => {
+        this.#metricsWaiting.delete(id);
+        resolve([]);
+      }, METRICS_TIMEOUT_MS);
+      this.#metricsWaiting.set(id, (json) => {
+        clearTimeout(timer);
+        resolve(json);
+      });
       this.post({ type: 'metrics', id });
     });
   }
