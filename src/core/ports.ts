@@ -96,14 +96,8 @@ export interface Project {
 }
 
 /** What a personal API key may do (SPEC §3); `*` is every scope. */
-export type Scope = 'query:read' | 'endpoint:read' | 'endpoint:write' | 'project:write' | '*';
-export const SCOPES: readonly Scope[] = [
-  'query:read',
-  'endpoint:read',
-  'endpoint:write',
-  'project:write',
-  '*',
-];
+export const SCOPES = ['query:read', 'endpoint:read', 'endpoint:write', 'project:write', '*'] as const;
+export type Scope = (typeof SCOPES)[number];
 
 /** The projects a personal API key reaches: the ids it lists, or `'*'` for every project. */
 export type ProjectReach = readonly number[] | '*';
@@ -132,15 +126,8 @@ export interface NewPersonalApiKey {
 }
 
 /** The types a SQL endpoint's variable can be declared with (SPEC §4). */
-export type VariableType = 'string' | 'number' | 'boolean' | 'date' | 'datetime' | 'list';
-export const VARIABLE_TYPES: readonly VariableType[] = [
-  'string',
-  'number',
-  'boolean',
-  'date',
-  'datetime',
-  'list',
-];
+export const VARIABLE_TYPES = ['string', 'number', 'boolean', 'date', 'datetime', 'list'] as const;
+export type VariableType = (typeof VARIABLE_TYPES)[number];
 
 /** A declared variable of a SQL endpoint: `{"browser": {"type": "string"}}`. */
 export interface VariableDeclaration {
@@ -148,15 +135,8 @@ export interface VariableDeclaration {
 }
 
 /** How often a materialized endpoint version is refreshed (SPEC §4). */
-export type SyncFrequency = '5min' | '1hour' | '6hour' | '12hour' | '24hour' | '7day';
-export const SYNC_FREQUENCIES: readonly SyncFrequency[] = [
-  '5min',
-  '1hour',
-  '6hour',
-  '12hour',
-  '24hour',
-  '7day',
-];
+export const SYNC_FREQUENCIES = ['5min', '1hour', '6hour', '12hour', '24hour', '7day'] as const;
+export type SyncFrequency = (typeof SYNC_FREQUENCIES)[number];
 
 /** The query an endpoint runs. SQL-based for now; insight kinds join this union later. */
 export interface HogQLEndpointQuery {
