@@ -8,6 +8,7 @@ import type { Bus } from './core/ports.ts';
 import type { IngestService } from './ingest/ingest-service.ts';
 import type { FileCatalog } from './catalog/file-catalog.ts';
 import { InFlight } from './http/in-flight.ts';
+import { httpUrl } from './http/server.ts';
 import { mountApi } from './roles/api.ts';
 import { CaptureThreads } from './roles/capture-threads.ts';
 import type { LoggedStore } from './store/logged-store.ts';
@@ -98,7 +99,7 @@ async function serveWithCaptureThreads(
     await threads.drain(config.shutdownTimeoutMs);
     await threads.stop();
   });
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${threads.port}`;
+  const url = httpUrl(config.host, threads.port);
   logger.info({ url, captureThreads: config.captureThreads, dataDir: config.dataDir }, 'weir is ready');
   return { port: threads.port, url, close: internal.close };
 }

@@ -16,7 +16,15 @@ import { STREAM } from '../../src/bus/jetstream/streams.ts';
 import { REPO_ROOT, freePort, processCpuSeconds } from './child-processes.ts';
 import type { BenchNats } from './nats-server.ts';
 import { API_KEY } from './payloads.ts';
-import { HOST, benchWeirEnv, cleanEnv, startServer, type ServerProcess, type Target } from './targets.ts';
+import {
+  HOST,
+  benchWeirEnv,
+  benchWeirNodeArgs,
+  cleanEnv,
+  startServer,
+  type ServerProcess,
+  type Target,
+} from './targets.ts';
 import { readWeirCounters } from './weir-metrics.ts';
 
 const WEIR = join(REPO_ROOT, 'bin/weir.js');
@@ -48,11 +56,10 @@ export async function startWeirJetStream(nats: BenchNats): Promise<JetStreamWeir
   try {
     const ingestPort = await freePort();
     // Ingest first: it creates the catalog (project 1, the bench's key) that capture waits for.
-    // BENCH_WEIR_NODE_ARGS (see targets.ts) goes to the ingest role, the one that does most of the work.
-    const nodeArgs = (process.env['BENCH_WEIR_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+    // BENCH_WEIR_NODE_ARGS goes to the ingest role, the one that does most of the work.
     const ingest = await startServer(
       'weir ingest',
-      [...nodeArgs, WEIR, 'ingest'],
+      [...benchWeirNodeArgs(), WEIR, 'ingest'],
       env(ingestPort),
       ingestPort,
       '/_ready',

@@ -193,6 +193,14 @@ export function benchWeirEnv(): Record<string, string> {
   );
 }
 
+/**
+ * Node flags for Weir alone (`BENCH_WEIR_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR'`, GC tracing), not for the
+ * generator or the bare server.
+ */
+export function benchWeirNodeArgs(): string[] {
+  return (process.env['BENCH_WEIR_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+}
+
 /** Weir, embedded, on a fresh data directory that is removed when it stops. */
 export async function startWeir(): Promise<Target> {
   const port = await freePort();
@@ -207,8 +215,11 @@ export async function startWeir(): Promise<Target> {
     ...benchWeirEnv(),
   };
   const removeData = (): void => rmSync(dataDir, { recursive: true, force: true });
-  // Node flags for Weir alone (`BENCH_WEIR_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR'`, GC tracing), not for
-  // the generator or the bare server.
-  const nodeArgs = (process.env['BENCH_WEIR_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
-  return startChild('weir', [...nodeArgs, join(REPO_ROOT, 'bin/weir.js'), 'start'], env, port, removeData);
+  return startChild(
+    'weir',
+    [...benchWeirNodeArgs(), join(REPO_ROOT, 'bin/weir.js'), 'start'],
+    env,
+    port,
+    removeData,
+  );
 }

@@ -26,7 +26,7 @@ export function listen(app: uWS.TemplatedApp, host: string, port: number): Promi
       let open = true;
       resolve({
         port: bound,
-        url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
+        url: httpUrl(host, bound),
         stopListening: () => {
           // Closing a listen socket twice is a use after free in uWS.
           if (open) uWS.us_listen_socket_close(socket);
@@ -35,6 +35,11 @@ export function listen(app: uWS.TemplatedApp, host: string, port: number): Promi
       });
     });
   });
+}
+
+/** `http://host:port`, with an IPv6 host in brackets. */
+export function httpUrl(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 /** Waits for the requests in progress to finish, at most `timeoutMs`; new requests are refused from now. */

@@ -37,13 +37,13 @@ export class DedupWindow {
     if (!this.#current || !this.#previous) return 'new';
     const words = uuidKey(key.projectId, key.uuid, this.#words);
     if (this.#current.hasKey(words) || this.#previous.hasKey(words)) return 'committed';
-    return this.#inFlight.get(inFlightKey(key)) ?? 'new';
+    return this.#inFlight.get(keyText(key)) ?? 'new';
   }
 
   /** Records events whose commit is under way; they count as stored once it succeeds, and are forgotten if it fails. */
   track(keys: readonly EventKey[], commit: Promise<void>): void {
     if (this.#size === 0 || keys.length === 0) return;
-    const names = keys.map(inFlightKey);
+    const names = keys.map(keyText);
     for (const k of names) this.#inFlight.set(k, commit);
     commit.then(
       () => {
@@ -77,6 +77,7 @@ export class DedupWindow {
   }
 }
 
-function inFlightKey(key: EventKey): string {
+/** An event's key as one string (the in-flight map's key, and any per-batch set's). */
+export function keyText(key: EventKey): string {
   return `${key.projectId}:${key.uuid}`;
 }

@@ -5,7 +5,7 @@ import type { Metrics } from '../core/metrics.ts';
 import { partitionOf } from '../core/partition.ts';
 import type { Store } from '../core/ports.ts';
 import { BatchWriter } from './batch-writer.ts';
-import { DedupWindow } from './dedup-window.ts';
+import { DedupWindow, keyText } from './dedup-window.ts';
 import { eventRow, warningRow } from './event-row.ts';
 import { Pipeline } from './pipeline.ts';
 import { GroupState } from './persons/group-state.ts';
@@ -138,7 +138,7 @@ export class IngestService {
     // The same uuid twice in one job (identical requests coalesced by the bus): the first copy is kept.
     const inJob = new Set<string>();
     for (const e of job.events) {
-      const key = `${e.projectId}:${e.uuid}`;
+      const key = keyText(e);
       if (inJob.has(key)) continue;
       const seen = this.#dedup.check(e);
       if (seen === 'new') {
