@@ -10,6 +10,7 @@ import {
   endpointsApi,
   hogql,
   refused,
+  refusesStrangers,
   runEndpoint,
   runOk,
   type RunBody,
@@ -449,16 +450,7 @@ t.test('auth: no key, unknown key, another project, a key without endpoint:read'
       const label = `${prefix} ${method}`;
       const call = (key: string) =>
         runEndpoint(w, 'ten', method === 'POST' ? {} : undefined, { prefix, method, key });
-      refused(t, await call(''), 401, 'not_authenticated', null, `${label}: no key`);
-      refused(t, await call('phx_unknown'), 401, 'authentication_failed', null, `${label}: unknown key`);
-      refused(
-        t,
-        await call(elsewhere.value),
-        403,
-        'project_forbidden',
-        null,
-        `${label}: another project's key`,
-      );
+      await refusesStrangers(t, call, elsewhere.value, label);
       refused(t, await call(writer.value), 403, 'missing_scope', null, `${label}: no endpoint:read`);
       t.equal((await call(reader.value)).status, 200, `${label}: endpoint:read`);
     }

@@ -132,3 +132,21 @@ export function refused(
   );
   t.match(body['detail'], /\S/, `${label}: a sentence`);
 }
+
+/**
+ * The refusals every endpoint route gives to callers who are not the project's: no key (401
+ * not_authenticated), a key that does not exist (401 authentication_failed), and a valid key of another
+ * project (403 project_forbidden). Returns the no-key answer for checks of its own.
+ */
+export async function refusesStrangers(
+  t: Test,
+  call: (key: string) => Promise<HttpResult>,
+  elsewhereKey: string,
+  label: string,
+): Promise<HttpResult> {
+  const none = await call('');
+  refused(t, none, 401, 'not_authenticated', null, `${label}: no key`);
+  refused(t, await call('phx_not_a_key_at_all'), 401, 'authentication_failed', null, `${label}: unknown key`);
+  refused(t, await call(elsewhereKey), 403, 'project_forbidden', null, `${label}: another project's key`);
+  return none;
+}
