@@ -1,18 +1,22 @@
 /**
  * The ceiling: a bare uWebSockets.js server that reads each capture request's whole body and answers 200
  * `{"status":"Ok"}` on Weir's capture paths, doing nothing else. Weir's figures are reported as ratios to
- * this, measured by the same generator in the same run. Usage: `bare-uws-server.ts PORT` (127.0.0.1 only).
+ * this, measured by the same generator in the same run.
+ * Usage: `bare-uws-server.ts PORT [BODY_FILE]` (127.0.0.1 only). With BODY_FILE it answers every POST, on
+ * any path, with that file's bytes instead (the endpoints benchmark gives it a cached run's answer).
  */
+import { readFileSync } from 'node:fs';
 import uWS from 'uWebSockets.js';
 import { MODE_PATH } from './payloads.ts';
 
 const port = Number(process.argv[2]);
 if (!Number.isInteger(port) || port <= 0 || port > 65535) {
-  console.error('usage: bare-uws-server.ts PORT');
+  console.error('usage: bare-uws-server.ts PORT [BODY_FILE]');
   process.exit(2);
 }
+const bodyFile = process.argv[3];
 
-const OK_BODY = '{"status":"Ok"}';
+const OK_BODY = bodyFile ? readFileSync(bodyFile) : '{"status":"Ok"}';
 
 function capture(res: uWS.HttpResponse): void {
   let aborted = false;
@@ -33,7 +37,8 @@ function capture(res: uWS.HttpResponse): void {
 }
 
 const app = uWS.App();
-for (const path of Object.values(MODE_PATH)) app.post(path, capture);
+if (bodyFile) app.post('/*', capture);
+else for (const path of Object.values(MODE_PATH)) app.post(path, capture);
 app.get('/_ready', (res) => {
   res.end('ok');
 });

@@ -2,6 +2,8 @@
  * The callers of the endpoints benchmark, in their own process (so that their work is not timed as Weir's):
  * `concurrency` keep-alive connections, each a closed-loop caller that POSTs the same run request again as
  * soon as its response has arrived, until `requests` responses have; then the latencies are printed as JSON.
+ * It writes `timing\n` and `timed\n` to stderr when the timed part starts and ends, so the runner can take
+ * the server's CPU over exactly that span.
  * The connections are capture's lean client (bench/capture/http-connection.ts): a full HTTP client would
  * spend more CPU per request than a cached run costs Weir, on the same two cores.
  * Usage: node bin/run-ts.js bench/endpoints/load.ts '<LoadSpec as JSON>'
@@ -25,6 +27,8 @@ export interface LoadResult {
   /** Responses by status. */
   readonly statuses: Record<string, number>;
   readonly seconds: number;
+  /** CPU the callers' process used while timed, in cores (1.0 = one core busy throughout). */
+  readonly cpuCores: number;
 }
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
@@ -90,11 +94,22 @@ function open(): Promise<HttpConnection[]> {
   );
 }
 
-const result: LoadResult = { requests: spec.requests, latenciesMs: [], statuses: {}, seconds: 0 };
+const result: LoadResult = {
+  requests: spec.requests,
+  latenciesMs: [],
+  statuses: {},
+  seconds: 0,
+  cpuCores: 0,
+};
 await closedLoop(spec.warmup ?? spec.concurrency);
+process.stderr.write('timing\n');
+const cpu0 = process.cpuUsage();
 const t0 = performance.now();
 await closedLoop(spec.requests, result);
 const seconds = (performance.now() - t0) / 1000;
+const cpu = process.cpuUsage(cpu0);
+process.stderr.write('timed\n');
 result.latenciesMs.sort((a, b) => a - b);
-process.stdout.write(JSON.stringify({ ...result, seconds }));
+const cpuCores = (cpu.user + cpu.system) / 1e6 / seconds;
+process.stdout.write(JSON.stringify({ ...result, seconds, cpuCores }));
 for (const conn of listeners.keys()) conn.destroy();

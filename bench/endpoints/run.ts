@@ -8,11 +8,10 @@
  * (bench/query/dataset.ts). Prints the report and writes bench/results/endpoints.md.
  * `--quick`: ~1M events only (the "10M" rows then read the same 1M), fewer requests, nothing written.
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import type { TableReader } from '../../src/core/ports.ts';
@@ -22,7 +21,7 @@ import { bindVariables } from '../../src/query/clickhouse/variables.ts';
 import { compileQuery } from '../../src/query/hogql-query.ts';
 import type { ClickHouseStore } from '../../src/store/clickhouse-store.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
-import { REPO_ROOT } from '../capture/child-processes.ts';
+import { REPO_ROOT, freePort, spawnTracked, stopChild, waitUntilReady } from '../capture/child-processes.ts';
 import { generate } from '../query/dataset.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
 
@@ -40,7 +39,6 @@ const RANGES = {
 };
 const DECLARED = { since: { type: 'date' as const }, until: { type: 'date' as const } };
 
-const exec = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'weir-bench-endpoints-'));
 const config = loadConfig({
   WEIR_PORT: '0',
@@ -54,6 +52,8 @@ const weir = await startWeir(config, createLogger('silent'));
 const runUrl = `${weir.url}/api/projects/1/endpoints/bench/run`;
 
 interface Row {
+  /** Weir, or the ceiling: a bare uWS server answering every request with a cached run's bytes. */
+  readonly server: 'Weir' | 'bare uWS';
   readonly scenario: string;
   readonly callers: number;
   readonly requests: number;
@@ -61,6 +61,9 @@ interface Row {
   readonly p99: number;
   readonly max: number;
   readonly perSecond: number;
+  /** CPU of the callers' process, and of Weir's (this) process while they were timed, in cores. */
+  readonly callerCpu: number;
+  readonly weirCpu: number;
   readonly statuses: Record<string, number>;
 }
 const rows: Row[] = [];
@@ -89,24 +92,27 @@ try {
   });
   if (created.status !== 201) throw new Error(`create: ${created.status} ${await created.text()}`);
 
-  const load = async (scenario: string, body: object, callers: number, requests: number): Promise<void> => {
+  const load = async (
+    scenario: string,
+    body: object,
+    callers: number,
+    requests: number,
+    target: { url: string; server: Row['server'] } = { url: runUrl, server: 'Weir' },
+  ): Promise<void> => {
     const spec: LoadSpec = {
-      url: runUrl,
+      url: target.url,
       key: KEY,
       body: JSON.stringify(body),
       concurrency: callers,
       requests,
     };
     let stdout: string;
+    let weirCpu: number;
     try {
-      ({ stdout } = await exec(
-        process.execPath,
-        [join(REPO_ROOT, 'bin/run-ts.js'), join(REPO_ROOT, 'bench/endpoints/load.ts'), JSON.stringify(spec)],
-        { maxBuffer: 256 * 1024 * 1024 },
-      ));
+      ({ stdout, weirCpu } = await runCallers(spec));
     } catch (err) {
       // Recorded, not fatal: e.g. uWS closes a connection whose response takes over 10 s.
-      const reason = /connection closed: [^\n]*/.exec(String((err as { stderr?: string }).stderr))?.[0];
+      const reason = /connection closed: [^\n]*/.exec(String(err))?.[0];
       failures.push(`${scenario}, ${callers} callers: ${reason ?? String(err).slice(0, 200)}`);
       process.stderr.write(`${failures[failures.length - 1]}\n`);
       return;
@@ -115,6 +121,7 @@ try {
     const at = (q: number): number =>
       r.latenciesMs[Math.min(r.latenciesMs.length - 1, Math.floor(q * r.latenciesMs.length))]!;
     const row: Row = {
+      server: target.server,
       scenario,
       callers,
       requests: r.latenciesMs.length,
@@ -122,6 +129,8 @@ try {
       p99: at(0.99),
       max: r.latenciesMs[r.latenciesMs.length - 1]!,
       perSecond: r.latenciesMs.length / r.seconds,
+      callerCpu: r.cpuCores,
+      weirCpu: target.server === 'Weir' ? weirCpu : Number.NaN,
       statuses: r.statuses,
     };
     rows.push(row);
@@ -129,8 +138,41 @@ try {
   };
 
   const cachedBody = { variables: RANGES['10M'] };
-  await load('cached', cachedBody, 1, quick ? 2000 : 10_000);
-  await load('cached', cachedBody, 50, quick ? 10_000 : 50_000);
+  const cachedRequests = quick ? 10_000 : 50_000;
+  // The ceiling, as capture's benchmark measures one: a bare uWS server that reads each request whole and
+  // answers with the bytes of this cached run's answer, by the same callers, one server at a time.
+  const answer = await fetch(runUrl, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}` },
+    body: JSON.stringify(cachedBody),
+  });
+  if (answer.status !== 200) throw new Error(`run: ${answer.status} ${await answer.text()}`);
+  const answerFile = join(dir, 'cached-answer.json');
+  writeFileSync(answerFile, Buffer.from(await answer.arrayBuffer()));
+  const barePort = await freePort();
+  const bare = spawnTracked(
+    process.execPath,
+    [
+      join(REPO_ROOT, 'bin/run-ts.js'),
+      join(REPO_ROOT, 'bench/capture/bare-uws-server.ts'),
+      String(barePort),
+      answerFile,
+    ],
+    { stdio: 'ignore' },
+  );
+  try {
+    await waitUntilReady(`http://127.0.0.1:${barePort}/_ready`, bare, 30_000);
+    const target = {
+      url: `http://127.0.0.1:${barePort}${new URL(runUrl).pathname}`,
+      server: 'bare uWS' as const,
+    };
+    await load('cached', cachedBody, 1, cachedRequests / 5, target);
+    await load('cached', cachedBody, 50, cachedRequests, target);
+  } finally {
+    await stopChild(bare, 5000);
+  }
+  await load('cached', cachedBody, 1, cachedRequests / 5);
+  await load('cached', cachedBody, 50, cachedRequests);
   for (const size of ['1M', '10M'] as const) {
     const body = { variables: RANGES[size], refresh: 'force' };
     const heavy = size === '10M' && !quick;
@@ -173,13 +215,49 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/**
+ * Runs the callers (load.ts) and reads their result; `weirCpu` is this process's CPU (Weir's) in cores
+ * over exactly the span the callers timed, which they mark on stderr.
+ */
+function runCallers(spec: LoadSpec): Promise<{ stdout: string; weirCpu: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [join(REPO_ROOT, 'bin/run-ts.js'), join(REPO_ROOT, 'bench/endpoints/load.ts'), JSON.stringify(spec)],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    let from: { cpu: NodeJS.CpuUsage; at: number } | undefined;
+    let weirCpu = Number.NaN;
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+      if (!from && stderr.includes('timing\n')) from = { cpu: process.cpuUsage(), at: performance.now() };
+      if (from && Number.isNaN(weirCpu) && stderr.includes('timed\n')) {
+        const cpu = process.cpuUsage(from.cpu);
+        weirCpu = (cpu.user + cpu.system) / 1000 / (performance.now() - from.at);
+      }
+    });
+    child.once('error', reject);
+    child.once('close', (code) => {
+      if (code === 0) resolve({ stdout, weirCpu });
+      else reject(new Error(`callers exited ${code}: ${stderr.slice(-500)}`));
+    });
+  });
+}
+
 const report = markdown();
 process.stdout.write(report);
 if (!quick) writeFileSync(join(REPO_ROOT, 'bench/results/endpoints.md'), report);
 
 function markdown(): string {
   const ms = (x: number): string => (x < 10 ? x.toFixed(2) : x.toFixed(0));
-  const cached50 = rows.find((r) => r.scenario === 'cached' && r.callers === 50);
+  const cached = (server: Row['server'], callers: number): Row | undefined =>
+    rows.find((r) => r.server === server && r.scenario === 'cached' && r.callers === callers);
+  const cached50 = cached('Weir', 50);
+  const bare50 = cached('bare uWS', 50);
+  const cpu = (x: number): string => (Number.isNaN(x) ? '–' : x.toFixed(2));
   const lines = [
     '# Endpoint runs',
     '',
@@ -187,20 +265,28 @@ function markdown(): string {
       `machine ${JSON.stringify(machineInfo())}.`,
     '',
     'Weir (embedded chDB) in the benchmark process; callers in another process, closed loop over keep-alive HTTP.',
+    'The ceiling, "bare uWS": a uWebSockets.js server that reads each request whole and answers with the bytes of',
+    "the cached run's answer, doing nothing else, measured by the same callers in the same run (Weir idle meanwhile).",
     `Query: \`${QUERY.replace(/\s+/g, ' ')}\`, over ~1M or ~10M events of project 1 (of ${GENERATED.toLocaleString('en')} generated, merged).`,
     '',
-    '| scenario | callers | requests | p50 ms | p99 ms | max ms | runs/s | statuses |',
-    '| --- | --: | --: | --: | --: | --: | --: | --- |',
+    '| server | scenario | callers | requests | p50 ms | p99 ms | max ms | runs/s | Weir cpu | callers cpu | statuses |',
+    '| --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.scenario} | ${r.callers} | ${r.requests} | ${ms(r.p50)} | ${ms(r.p99)} | ${ms(r.max)} | ${r.perSecond.toFixed(0)} | ${JSON.stringify(r.statuses)} |`,
+        `| ${r.server} | ${r.scenario} | ${r.callers} | ${r.requests} | ${ms(r.p50)} | ${ms(r.p99)} | ${ms(r.max)} | ${r.perSecond.toFixed(0)} | ${cpu(r.weirCpu)} | ${r.callerCpu.toFixed(2)} | ${JSON.stringify(r.statuses)} |`,
     ),
     '',
     overhead
       ? `Run path over the bare store query (~10M events, median of ${overhead.rounds} alternated rounds): store ${ms(overhead.storeMs)} ms, ` +
         `run over HTTP ${ms(overhead.runMs)} ms, overhead ${(overhead.ratio * 100).toFixed(1)}% (target ≤ 10%).`
       : '',
-    cached50 ? `Cached run p99 at 50 callers: ${ms(cached50.p99)} ms (target ≤ 2 ms).` : '',
+    cached50
+      ? `Cached run p99 at 50 callers: ${ms(cached50.p99)} ms (target ≤ 2 ms)` +
+        (bare50
+          ? `; the bare uWS ceiling's p99 with the same callers: ${ms(bare50.p99)} ms. Cached runs/s ÷ bare: ` +
+            `${((cached50.perSecond / bare50.perSecond) * 100).toFixed(1)}%.`
+          : '.')
+      : '',
     '',
     'Direct runs at 50 callers queue for the store (chDB runs one query at a time), so their latency is the queue.',
     '',
