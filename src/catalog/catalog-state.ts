@@ -1,6 +1,6 @@
 import type { Endpoint, EndpointChange, EndpointVersion, PersonalApiKey, Project } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
-import { hashKey } from './keys.ts';
+import { hashKeyOfCaller } from './keys.ts';
 
 /** A personal API key as stored: the record plus the SHA-256 of its value (never the value). */
 export interface StoredPersonalApiKey extends PersonalApiKey {
@@ -74,7 +74,7 @@ export class CatalogState {
   }
 
   personalKeyByValue(value: string): StoredPersonalApiKey | undefined {
-    return this.#keyByHash.get(hashKey(value));
+    return this.#keyByHash.get(hashKeyOfCaller(value));
   }
 
   personalKey(id: string): StoredPersonalApiKey | undefined {

@@ -1,7 +1,7 @@
 /** The catalog's in-memory state: changes make a new state and never touch the one readers hold. */
 import t from 'tap';
 import { CatalogState, type StoredPersonalApiKey } from '../../src/catalog/catalog-state.ts';
-import { hashKey } from '../../src/catalog/keys.ts';
+import { hashKey, hashKeyOfCaller } from '../../src/catalog/keys.ts';
 import type { Endpoint } from '../../src/core/ports.ts';
 
 const T0 = '2026-01-01T00:00:00.000Z';
@@ -121,6 +121,17 @@ function endpoint(name: string, projectId = 1): Endpoint {
     ],
   };
 }
+
+t.test("a caller's key hashes as hashKey does, before and after the remembered hashes are dropped", (t) => {
+  // 5000 values: past the 4096 remembered, so the memo is cleared once on the way; then each again.
+  const values = Array.from({ length: 5000 }, (_, i) => `phx_value_${i}`);
+  let differ = 0;
+  for (let round = 0; round < 2; round++)
+    for (const v of values) if (hashKeyOfCaller(v) !== hashKey(v)) differ++;
+  t.equal(differ, 0);
+  t.not(hashKeyOfCaller('phx_a'), hashKeyOfCaller('phx_b'));
+  t.end();
+});
 
 t.test('a file written before endpoints existed reads with none', (t) => {
   const old = JSON.stringify({ ...base().snapshot, endpoints: undefined });

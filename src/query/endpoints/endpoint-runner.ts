@@ -242,15 +242,11 @@ function cacheKey(
   bound: ReadonlyMap<string, BoundVariable>,
   page: Page,
 ): string {
-  const values = [...bound.values()].map((b) => [b.name, b.type, b.value]);
-  return JSON.stringify([
-    endpoint.projectId,
-    endpoint.id,
-    version.version,
-    values,
-    page.limit ?? null,
-    page.offset ?? 0,
-  ]);
+  // NUL separates the parts: JSON never has a raw one, and names and ids have none, so two different runs
+  // never share a key. Built as one string, not JSON of nested arrays: it is made on every run, cached or not.
+  let key = `${endpoint.projectId}\0${endpoint.id}\0${version.version}\0${page.limit ?? ''}\0${page.offset ?? 0}`;
+  for (const b of bound.values()) key += `\0${b.name}\0${b.type}\0${JSON.stringify(b.value)}`;
+  return key;
 }
 
 /** The query's answer, or 504 `timeout` once the store has had its execution limit and a grace. */
