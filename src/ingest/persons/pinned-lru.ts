@@ -14,7 +14,7 @@ export interface PinnedLruOptions<V> {
   readonly onRemove?: (key: string, value: V) => void;
 }
 
-export class PinnedLru<V> {
+export class PinnedLru<V extends NonNullable<unknown> | null> {
   readonly #options: PinnedLruOptions<V>;
   /** Map order is recency order: the first entry is the least recently used. */
   readonly #entries = new Map<string, V>();
@@ -27,10 +27,10 @@ export class PinnedLru<V> {
     return this.#entries.size;
   }
 
-  /** The value, marked as just used; undefined when absent. */
+  /** The value, marked as just used; undefined when absent (so a value is never `undefined` itself). */
   get(key: string): V | undefined {
-    if (!this.#entries.has(key)) return undefined;
-    const value = this.#entries.get(key)!;
+    const value = this.#entries.get(key);
+    if (value === undefined) return undefined;
     this.#entries.delete(key);
     this.#entries.set(key, value);
     return value;
@@ -47,8 +47,8 @@ export class PinnedLru<V> {
   }
 
   delete(key: string): void {
-    if (!this.#entries.has(key)) return;
-    const value = this.#entries.get(key)!;
+    const value = this.#entries.get(key);
+    if (value === undefined) return;
     this.#entries.delete(key);
     this.#options.onRemove?.(key, value);
   }
