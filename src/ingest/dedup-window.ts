@@ -11,10 +11,10 @@ export interface EventKey {
  * uuids — never makes a second row. Two generations bound the memory: when the current one fills, it becomes
  * the previous one and the oldest generation is forgotten, so between `size` and `2 × size` uuids are
  * remembered. The generations are fixed-size tables off the JavaScript heap (see `UuidSet`); only the
- * uuids whose commit is under way are held as strings.
+ * uuids whose commit is under way are held as strings. With size 0 nothing is remembered once committed,
+ * but copies that arrive while the first is being committed still wait for it rather than make a second row.
  */
 export class DedupWindow {
-  readonly #size: number;
   #current: UuidSet | undefined;
   #previous: UuidSet | undefined;
   readonly #inFlight = new Map<string, Promise<void>>();
@@ -22,7 +22,6 @@ export class DedupWindow {
   readonly #words = new Uint32Array(5);
 
   constructor(size: number) {
-    this.#size = size;
     if (size > 0) {
       this.#current = new UuidSet(size);
       this.#previous = new UuidSet(size);
@@ -31,31 +30,59 @@ export class DedupWindow {
 
   /**
    * `committed` when the event is stored already; a promise when an earlier copy is being committed right
-   * now (the duplicate is durable when that settles); `new` otherwise.
+   * now (the duplicate is durable when that settles); `new` otherwise. Looks only: `claim` is what ingest uses.
    */
   check(key: EventKey): 'new' | 'committed' | Promise<void> {
-    if (!this.#current || !this.#previous) return 'new';
-    const words = uuidKey(key.projectId, key.uuid, this.#words);
-    if (this.#current.hasKey(words) || this.#previous.hasKey(words)) return 'committed';
-    return this.#inFlight.get(keyText(key)) ?? 'new';
+    return this.#inFlight.get(keyText(key)) ?? (this.#committed(key) ? 'committed' : 'new');
   }
 
-  /** Records events whose commit is under way; they count as stored once it succeeds, and are forgotten if it fails. */
-  track(keys: readonly EventKey[], commit: Promise<void>): void {
-    if (this.#size === 0 || keys.length === 0) return;
-    const names = keys.map(keyText);
-    for (const k of names) this.#inFlight.set(k, commit);
-    commit.then(
-      () => {
-        for (let i = 0; i < keys.length; i++) {
-          this.#inFlight.delete(names[i]!);
-          this.remember(keys[i]!);
-        }
-      },
-      () => {
-        for (const k of names) this.#inFlight.delete(k);
-      },
-    );
+  /**
+   * Sorts `events` into the ones new to the window, which `commit` now claims, and copies of events stored
+   * already (dropped) or being committed (their commit is in `waits`: the copy is durable when it settles).
+   * A later copy — in these events or another call's — finds the claim and waits for `commit`. Once `commit`
+   * succeeds the claimed events count as stored; if it fails they are forgotten, so a retry is stored.
+   * One pass, one key text per event: this runs for every event ingest takes.
+   */
+  claim<E extends EventKey>(
+    events: readonly E[],
+    commit: Promise<void>,
+  ): { readonly fresh: E[]; readonly waits: Promise<void>[] } {
+    const fresh: E[] = [];
+    const waits: Promise<void>[] = [];
+    const names: string[] = [];
+    for (const e of events) {
+      const name = keyText(e);
+      const earlier = this.#inFlight.get(name);
+      if (earlier !== undefined) {
+        // The same uuid twice in these events is one event, claimed by the first copy.
+        if (earlier !== commit) waits.push(earlier);
+        continue;
+      }
+      if (this.#committed(e)) continue;
+      this.#inFlight.set(name, commit);
+      fresh.push(e);
+      names.push(name);
+    }
+    if (names.length > 0) {
+      commit.then(
+        () => {
+          for (let i = 0; i < names.length; i++) {
+            this.#inFlight.delete(names[i]!);
+            this.remember(fresh[i]!);
+          }
+        },
+        () => {
+          for (const name of names) this.#inFlight.delete(name);
+        },
+      );
+    }
+    return { fresh, waits };
+  }
+
+  #committed(key: EventKey): boolean {
+    if (!this.#current || !this.#previous) return false;
+    const words = uuidKey(key.projectId, key.uuid, this.#words);
+    return this.#current.hasKey(words) || this.#previous.hasKey(words);
   }
 
   /** Records an event as stored (also used to warm the window from the store at start). */
@@ -78,6 +105,6 @@ export class DedupWindow {
 }
 
 /** An event's key as one string (the in-flight map's key, and any per-batch set's). */
-export function keyText(key: EventKey): string {
+function keyText(key: EventKey): string {
   return `${key.projectId}:${key.uuid}`;
 }

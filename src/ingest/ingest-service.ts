@@ -5,7 +5,7 @@ import type { Metrics } from '../core/metrics.ts';
 import { partitionOf } from '../core/partition.ts';
 import type { Store } from '../core/ports.ts';
 import { BatchWriter } from './batch-writer.ts';
-import { DedupWindow, keyText } from './dedup-window.ts';
+import { DedupWindow } from './dedup-window.ts';
 import { eventRow, warningRow } from './event-row.ts';
 import { Pipeline } from './pipeline.ts';
 import { GroupState } from './persons/group-state.ts';
@@ -131,24 +131,6 @@ export class IngestService {
   }
 
   async #process(job: Job): Promise<void> {
-    // The duplicate check and the claim of every new uuid happen first, in one synchronous stretch: no other
-    // actor can slip the same uuid in between, and a later copy (another request, or the same uuid twice in
-    // this job) waits for this job's commit instead of being processed again.
-    const fresh: CapturedEvent[] = [];
-    // The same uuid twice in one job (identical requests coalesced by the bus): the first copy is kept.
-    const inJob = new Set<string>();
-    for (const e of job.events) {
-      const key = keyText(e);
-      if (inJob.has(key)) continue;
-      const seen = this.#dedup.check(e);
-      if (seen === 'new') {
-        fresh.push(e);
-        inJob.add(key);
-      } else if (seen !== 'committed') job.commits.push(seen);
-    }
-    const duplicates = job.events.length - fresh.length;
-    if (duplicates > 0) this.#deps.metrics.ingestDuplicates.inc(duplicates);
-    if (fresh.length === 0) return;
     let settle!: (outcome: Promise<void>) => void;
     let fail!: (err: unknown) => void;
     // An event counts as stored only once its person and group rows are too: if those failed, the client's
@@ -157,9 +139,19 @@ export class IngestService {
       settle = resolve;
       fail = reject;
     });
-    // Handled here: with the window off nothing else listens, and a failed job must not be an unhandled rejection.
+    // Handled here: a failed job must not be an unhandled rejection when no copy waits on its claim.
     claim.catch(() => undefined);
-    this.#dedup.track(fresh, claim);
+    // The duplicate check and the claim of every new uuid happen first, in one synchronous stretch: no other
+    // actor can slip the same uuid in between, and a later copy (another request, or the same uuid twice in
+    // this job) waits for this job's commit instead of being processed again.
+    const { fresh, waits } = this.#dedup.claim(job.events, claim);
+    for (const w of waits) job.commits.push(w);
+    const duplicates = job.events.length - fresh.length;
+    if (duplicates > 0) this.#deps.metrics.ingestDuplicates.inc(duplicates);
+    if (fresh.length === 0) {
+      settle(Promise.resolve());
+      return;
+    }
     try {
       const out = await this.#pipeline.run(fresh);
       job.commits.push(...out.written);

@@ -11,20 +11,41 @@ t.test('a committed uuid is a duplicate; a failed commit forgets it', async (t) 
   const [a, b] = uuids(2) as [string, string];
   t.equal(w.check(key(a)), 'new');
   const ok = Promise.resolve();
-  w.track([key(a)], ok);
+  t.same(w.claim([key(a)], ok), { fresh: [key(a)], waits: [] });
   t.equal(w.check(key(a)), ok, 'in flight: the duplicate waits for the first copy');
-  t.equal(w.check(key(a, 2)), 'new', 'the same uuid in another project is another event');
+  const later = Promise.resolve();
+  const again = w.claim([key(a), key(a, 2)], later);
+  t.same(again.fresh, [key(a, 2)], 'the same uuid in another project is another event');
+  t.equal(again.waits.length, 1);
+  t.equal(again.waits[0], ok, 'the copy waits for the commit of the first');
   await ok;
   await Promise.resolve();
   t.equal(w.check(key(a)), 'committed');
-  t.equal(w.check(key(a, 2)), 'new');
+  t.same(w.claim([key(a)], Promise.resolve()), { fresh: [], waits: [] }, 'a committed copy is dropped');
 
   const failed = Promise.reject(new Error('insert failed'));
   failed.catch(() => undefined);
-  w.track([key(b)], failed);
+  w.claim([key(b)], failed);
   await failed.catch(() => undefined);
   await Promise.resolve();
   t.equal(w.check(key(b)), 'new', 'a retry after a failed commit is stored');
+});
+
+t.test('the same uuid twice in one claim is one event, claimed by the first copy', (t) => {
+  const w = new DedupWindow(10);
+  const [a, b] = uuids(2) as [string, string];
+  const first = { ...key(a), copy: 1 };
+  const claimed = w.claim(
+    [first, { ...key(b), copy: 1 }, { ...key(a), copy: 2 }],
+    new Promise<void>(() => {}),
+  );
+  t.same(
+    claimed.fresh.map((e) => e.copy),
+    [1, 1],
+  );
+  t.equal(claimed.fresh[0], first);
+  t.same(claimed.waits, [], 'no wait on its own commit');
+  t.end();
 });
 
 t.test('memory is bounded by two generations', (t) => {
@@ -38,13 +59,18 @@ t.test('memory is bounded by two generations', (t) => {
   t.end();
 });
 
-t.test('size 0 turns the window off', (t) => {
+t.test('size 0 turns the window off; copies of an event being committed still wait for it', async (t) => {
   const w = new DedupWindow(0);
-  const [a] = uuids(1) as [string];
+  const [a, b] = uuids(2) as [string, string];
   w.remember(key(a));
   t.equal(w.check(key(a)), 'new');
   t.equal(w.size, 0);
-  t.end();
+  const commit = Promise.resolve();
+  w.claim([key(b)], commit);
+  t.equal(w.check(key(b)), commit, 'in flight');
+  await commit;
+  await Promise.resolve();
+  t.equal(w.check(key(b)), 'new', 'committed, and not remembered');
 });
 
 t.test('UuidSet: exact membership at its fill limit, over many uuids', (t) => {
