@@ -47,27 +47,40 @@ export class EmbeddedBus implements Bus {
     this.#metrics = deps.metrics;
   }
 
-  async publish(batches: readonly EventBatch[]): Promise<void> {
+  publish(batches: readonly EventBatch[]): Promise<void> {
     if (this.#closed)
-      throw new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 });
+      return Promise.reject(
+        new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 }),
+      );
     let count = 0;
     for (const b of batches) count += b.events.length;
     if (
       (this.#pending > 0 && this.#pending + count > this.#config.maxPendingEvents) ||
       !this.#sink.accepting()
     ) {
-      throw new AppError('unavailable', { retryAfterSeconds: 1, retriable: true });
+      return Promise.reject(new AppError('unavailable', { retryAfterSeconds: 1, retriable: true }));
     }
     this.#pending += count;
     this.#metrics.pendingEvents.set(this.#pending);
+    let waiting!: Waiting;
+    const handed = new Promise<void>((resolve, reject) => {
+      waiting = { batches, resolve, reject };
+    });
+    this.#waiting.push(waiting);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(() => this.#flush());
+    }
+    return this.#committed(handed, count);
+  }
+
+  /**
+   * Waits for ingest to commit what `publish` handed over. Separate from `publish` so that the batches are
+   * not kept alive by its frame while the commit waits for the disk.
+   */
+  async #committed(handed: Promise<void>, count: number): Promise<void> {
     try {
-      await new Promise<void>((resolve, reject) => {
-        this.#waiting.push({ batches, resolve, reject });
-        if (!this.#scheduled) {
-          this.#scheduled = true;
-          setImmediate(() => this.#flush());
-        }
-      });
+      await handed;
     } catch (err) {
       throw new AppError('unavailable', {
         detail: 'The events could not be stored; retry after the time in Retry-After.',
@@ -95,9 +108,10 @@ export class EmbeddedBus implements Bus {
     this.#scheduled = false;
     const waiting = this.#waiting;
     this.#waiting = [];
+    // The callbacks hold a request's resolve and reject, never its batches: those are ingest's to let go of.
     if (waiting.length === 1) {
-      const w = waiting[0]!;
-      Promise.all(w.batches.map((b) => this.#sink.handle(b))).then(() => w.resolve(), w.reject);
+      const { batches, resolve, reject } = waiting[0]!;
+      Promise.all(batches.map((b) => this.#sink.handle(b))).then(() => resolve(), reject);
       return;
     }
     const lanes = new Map<Lane, { events: CapturedEvent[]; warnings: IngestionWarning[] }>();
@@ -114,8 +128,8 @@ export class EmbeddedBus implements Bus {
     }
     const handled = new Map<Lane, Promise<void>>();
     for (const [lane, merged] of lanes) handled.set(lane, this.#sink.handle({ lane, ...merged }));
-    for (const w of waiting) {
-      Promise.all(w.batches.map((b) => handled.get(b.lane)!)).then(() => w.resolve(), w.reject);
+    for (const { batches, resolve, reject } of waiting) {
+      Promise.all(batches.map((b) => handled.get(b.lane)!)).then(() => resolve(), reject);
     }
   }
 }

@@ -29,6 +29,14 @@ export interface CaptureServiceDeps {
   readonly now?: () => number;
 }
 
+/** What a request handed to the bus, as counts; `published` settles when the bus has made it durable. */
+interface Accepted {
+  readonly published: Promise<void>;
+  readonly accepted: number;
+  readonly dropped: number;
+  readonly byLane: [Lane, number][];
+}
+
 export interface CaptureResult {
   readonly accepted: number;
   readonly dropped: number;
@@ -51,8 +59,25 @@ export class CaptureService {
   }
 
   async capture(request: CaptureRequest): Promise<CaptureResult> {
+    const accepted = await this.#decodeAndAccept(request);
+    // Only counts are left here while the bus makes the events durable: an async function keeps even its
+    // dead locals alive across an await, and the parsed request would outlive young-generation GCs.
+    await accepted.published;
+    for (const [lane, count] of accepted.byLane) this.#deps.metrics.captureEvents.inc({ lane }, count);
+    return { accepted: accepted.accepted, dropped: accepted.dropped };
+  }
+
+  async #decodeAndAccept(request: CaptureRequest): Promise<Accepted> {
     const now = this.#now();
     const { value, decodedLength } = await decodeBody(request);
+    return this.#accept(value, decodedLength, request, now);
+  }
+
+  /**
+   * Validates and normalises every event (one refusal refuses the request), routes each to its lane and
+   * hands them to the bus. Synchronous, so nothing it made is kept once it returns.
+   */
+  #accept(value: unknown, decodedLength: number, request: CaptureRequest, now: number): Accepted {
     const payload = readPayload(value, request.batchRoute, request.querySentAt);
     const project = this.#deps.catalog.projectByApiToken(payload.token);
     if (!project) throw new AppError('invalid_api_key', { attr: 'api_key' });
@@ -95,10 +120,10 @@ export class CaptureService {
     }
 
     const batches = this.#route(events, warnings, payload.historical, now);
-    if (batches.length > 0) await this.#deps.bus.publish(batches);
-    for (const b of batches)
-      if (b.events.length > 0) this.#deps.metrics.captureEvents.inc({ lane: b.lane }, b.events.length);
-    return { accepted: events.length, dropped };
+    const byLane: [Lane, number][] = [];
+    for (const b of batches) if (b.events.length > 0) byLane.push([b.lane, b.events.length]);
+    const published = batches.length > 0 ? this.#deps.bus.publish(batches) : Promise.resolve();
+    return { published, accepted: events.length, dropped, byLane };
   }
 
   #route(

@@ -17,7 +17,8 @@ interface Envelope<M> {
 
 export class Actor<M> {
   readonly #handler: Handler<M>;
-  #mailbox: Envelope<M>[] = [];
+  /** Handled slots are cleared at once: a busy actor's mailbox may go a long while between compactions. */
+  #mailbox: (Envelope<M> | undefined)[] = [];
   #head = 0;
   #running = false;
   #idleWaiters: (() => void)[] = [];
@@ -49,6 +50,7 @@ export class Actor<M> {
     this.#running = true;
     while (this.#head < this.#mailbox.length) {
       const envelope = this.#mailbox[this.#head]!;
+      this.#mailbox[this.#head] = undefined;
       this.#head++;
       if (this.#head > 1024 && this.#head * 2 > this.#mailbox.length) {
         this.#mailbox = this.#mailbox.slice(this.#head);

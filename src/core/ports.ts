@@ -24,6 +24,14 @@ export type Row = Record<string, unknown>;
 export interface Store {
   /** Inserts rows; resolves when they are committed. */
   insert(table: string, rows: readonly Row[]): Promise<void>;
+  /**
+   * A store that writes rows as bytes anyway may offer these two together: `encode` makes the bytes of some
+   * rows at once, and `insertEncoded` commits several such encodings as one insert of `rows` rows. The
+   * group-commit writer then holds bytes, not row objects, while an earlier commit is under way: objects
+   * held that long outlive young-generation GCs, which then spend their time copying them.
+   */
+  encode?(rows: readonly Row[]): Buffer;
+  insertEncoded?(table: string, rows: number, chunks: readonly Buffer[]): Promise<void>;
   /** Runs a query with typed parameters (`{name:Type}` placeholders); returns rows as objects. */
   query<T = Row>(sql: string, params?: Record<string, unknown>, options?: QueryOptions): Promise<T[]>;
   /** Runs a statement that returns no rows (DDL). */

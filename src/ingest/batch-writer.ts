@@ -3,10 +3,15 @@ import type { Metrics } from '../core/metrics.ts';
 import type { Row, Store } from '../core/ports.ts';
 
 interface PendingWrite {
+  /** The rows, or their bytes when the store encodes (then `rows` is empty). */
   readonly rows: readonly Row[];
+  readonly encoded: Buffer | undefined;
+  readonly count: number;
   readonly resolve: () => void;
   readonly reject: (err: unknown) => void;
 }
+
+const NO_ROWS: readonly Row[] = Object.freeze([]);
 
 export interface BatchWriterConfig {
   /** Most rows in one insert. */
@@ -39,15 +44,30 @@ export class BatchWriter {
     this.#deps = deps;
   }
 
+  /**
+   * Queues rows for the next commit of `table`. A store that encodes (the embedded one) gets them encoded
+   * here, at once: while an earlier commit waits for the disk, the queue then holds bytes, not row objects
+   * that young-generation GCs would have to copy.
+   */
   write(table: string, rows: readonly Row[]): Promise<void> {
     if (rows.length === 0) return Promise.resolve();
+    let encoded: Buffer | undefined;
+    if (this.#deps.store.encode && this.#deps.store.insertEncoded) {
+      try {
+        encoded = this.#deps.store.encode(rows);
+      } catch (err) {
+        return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    }
+    const kept = encoded ? NO_ROWS : rows;
+    const count = rows.length;
     return new Promise<void>((resolve, reject) => {
       let queue = this.#pending.get(table);
       if (!queue) {
         queue = [];
         this.#pending.set(table, queue);
       }
-      queue.push({ rows, resolve, reject });
+      queue.push({ rows: kept, encoded, count, resolve, reject });
       if (!this.#running) void this.#loop();
     });
   }
@@ -84,25 +104,51 @@ export class BatchWriter {
   #take(queue: PendingWrite[]): PendingWrite[] {
     let take = 0;
     let count = 0;
-    while (take < queue.length && (take === 0 || count + queue[take]!.rows.length <= this.#config.maxRows)) {
-      count += queue[take]!.rows.length;
+    while (take < queue.length && (take === 0 || count + queue[take]!.count <= this.#config.maxRows)) {
+      count += queue[take]!.count;
       take++;
     }
     return queue.splice(0, take);
   }
 
   /** Commits `taken` as one insert into `table`; never rejects (the writes' own promises carry the outcome). */
-  async #commit(table: string, taken: PendingWrite[]): Promise<void> {
-    const rows = taken.length === 1 ? taken[0]!.rows : taken.flatMap((w) => w.rows);
+  #commit(table: string, taken: PendingWrite[]): Promise<void> {
     const started = performance.now();
+    let count = 0;
+    for (const w of taken) count += w.count;
+    let inserted: Promise<void>;
     try {
-      await this.#deps.store.insert(table, rows);
+      const store = this.#deps.store;
+      if (taken[0]!.encoded && store.insertEncoded) {
+        inserted = store.insertEncoded(
+          table,
+          count,
+          taken.map((w) => w.encoded!),
+        );
+      } else {
+        inserted = store.insert(table, taken.length === 1 ? taken[0]!.rows : taken.flatMap((w) => w.rows));
+      }
+    } catch (err) {
+      inserted = Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+    return this.#settle(table, count, started, inserted, taken);
+  }
+
+  async #settle(
+    table: string,
+    count: number,
+    started: number,
+    inserted: Promise<void>,
+    taken: readonly PendingWrite[],
+  ): Promise<void> {
+    try {
+      await inserted;
       this.#deps.metrics.storeInsertDuration.observe({ table }, (performance.now() - started) / 1000);
-      this.#deps.metrics.storeInsertRows.observe({ table }, rows.length);
+      this.#deps.metrics.storeInsertRows.observe({ table }, count);
       for (const w of taken) w.resolve();
     } catch (err) {
       this.#deps.metrics.storeInsertErrors.inc({ table });
-      this.#deps.logger.error({ err, table, rows: rows.length }, 'store insert failed');
+      this.#deps.logger.error({ err, table, rows: count }, 'store insert failed');
       for (const w of taken) w.reject(err);
     }
   }

@@ -63,20 +63,30 @@ export class DedupWindow {
       fresh.push(e);
       names.push(name);
     }
-    if (names.length > 0) {
-      commit.then(
-        () => {
-          for (let i = 0; i < names.length; i++) {
-            this.#inFlight.delete(names[i]!);
-            this.remember(fresh[i]!);
-          }
-        },
-        () => {
-          for (const name of names) this.#inFlight.delete(name);
-        },
-      );
-    }
+    if (names.length > 0) this.#settleWith(commit, names, this.#keysOf(fresh));
     return { fresh, waits };
+  }
+
+  /** The claimed events' keys as words, so the commit's callbacks need not keep the events themselves. */
+  #keysOf(events: readonly EventKey[]): Uint32Array | undefined {
+    if (!this.#current) return undefined;
+    const keys = new Uint32Array(events.length * 5);
+    for (let i = 0; i < events.length; i++) uuidKey(events[i]!.projectId, events[i]!.uuid, keys, i * 5);
+    return keys;
+  }
+
+  #settleWith(commit: Promise<void>, names: readonly string[], keys: Uint32Array | undefined): void {
+    commit.then(
+      () => {
+        for (let i = 0; i < names.length; i++) {
+          this.#inFlight.delete(names[i]!);
+          if (keys) this.#rememberKey(keys, i * 5);
+        }
+      },
+      () => {
+        for (const name of names) this.#inFlight.delete(name);
+      },
+    );
   }
 
   #committed(key: EventKey): boolean {
@@ -87,6 +97,10 @@ export class DedupWindow {
 
   /** Records an event as stored (also used to warm the window from the store at start). */
   remember(key: EventKey): void {
+    if (this.#current) this.#rememberKey(uuidKey(key.projectId, key.uuid, this.#words), 0);
+  }
+
+  #rememberKey(words: Uint32Array, offset: number): void {
     if (!this.#current || !this.#previous) return;
     if (this.#current.full) {
       const oldest = this.#previous;
@@ -95,7 +109,7 @@ export class DedupWindow {
       this.#current = oldest;
     }
     // Not looked up in the previous generation first: a uuid in both costs one slot, a lookup costs a cache miss.
-    this.#current.addKey(uuidKey(key.projectId, key.uuid, this.#words));
+    this.#current.addKey(words, offset);
   }
 
   /** Uuids remembered as stored (in flight not counted). */

@@ -41,6 +41,15 @@ interface Job {
 }
 
 /**
+ * Resolves when every job has been processed and every commit they added has settled. A function of its own
+ * so that `handle`'s batch is not kept alive by an async frame while the commits wait for the disk.
+ */
+async function settled(sends: Promise<void>[], commits: Promise<void>[]): Promise<void> {
+  await Promise.all(sends);
+  await Promise.all(commits);
+}
+
+/**
  * Ingest: runs captured events through the pipeline in keyed actors and hands the rows to the group-commit
  * writer. Live events are keyed by partition of (project, distinct_id), so one person's events keep their
  * order; overflow events spread over their own actors with no ordering promise (a hot key must not hold up a
@@ -96,12 +105,12 @@ export class IngestService {
     return this.#deps.store.accepting?.() ?? true;
   }
 
-  async handle(batch: EventBatch): Promise<void> {
+  handle(batch: EventBatch): Promise<void> {
     const commits: Promise<void>[] = [];
     if (batch.warnings.length > 0)
       commits.push(this.#writer.write('ingestion_warnings', batch.warnings.map(warningRow)));
+    const sends: Promise<void>[] = [];
     if (batch.events.length > 0) {
-      const sends: Promise<void>[] = [];
       if (batch.lane === 'historical') {
         sends.push(this.#historical.send({ lane: 'historical', events: batch.events, commits }));
       } else {
@@ -119,9 +128,8 @@ export class IngestService {
         for (const [key, events] of groups)
           sends.push(actors.send(key, { lane: batch.lane, events, commits }));
       }
-      await Promise.all(sends);
     }
-    await Promise.all(commits);
+    return settled(sends, commits);
   }
 
   /** Waits until everything handed in so far is processed and committed. */
@@ -158,10 +166,12 @@ export class IngestService {
       const commit =
         out.events.length > 0 ? this.#writer.write('events', out.events.map(eventRow)) : undefined;
       settle(allCommitted([commit, ...out.written]) ?? Promise.resolve());
-      if (commit)
-        job.commits.push(
-          commit.then(() => this.#deps.metrics.ingestEvents.inc({ lane: job.lane }, out.events.length)),
-        );
+      if (commit) {
+        // The callback keeps two values, not the events: they are let go once their rows are written.
+        const lane = job.lane;
+        const count = out.events.length;
+        job.commits.push(commit.then(() => this.#deps.metrics.ingestEvents.inc({ lane }, count)));
+      }
       if (out.warnings.length > 0)
         job.commits.push(this.#writer.write('ingestion_warnings', out.warnings.map(warningRow)));
     } catch (err) {

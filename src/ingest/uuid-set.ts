@@ -39,17 +39,17 @@ export class UuidSet {
     return this.addKey(uuidKey(projectId, uuid, SCRATCH));
   }
 
-  /** `has` for a key made by `uuidKey` (one parse of the uuid for several sets). */
-  hasKey(key: Uint32Array): boolean {
-    return this.#find(key) >= 0;
+  /** `has` for a key made by `uuidKey` (one parse of the uuid for several sets), at `offset` in `key`. */
+  hasKey(key: Uint32Array, offset = 0): boolean {
+    return this.#find(key, offset) >= 0;
   }
 
-  addKey(key: Uint32Array): boolean {
-    const at = this.#find(key);
+  addKey(key: Uint32Array, offset = 0): boolean {
+    const at = this.#find(key, offset);
     if (at >= 0) return false;
     if (this.full) throw new RangeError('UuidSet is full');
     const base = -at - 1;
-    for (let w = 0; w < 5; w++) this.#slots[base + w] = key[w]!;
+    for (let w = 0; w < 5; w++) this.#slots[base + w] = key[offset + w]!;
     this.#size++;
     return true;
   }
@@ -61,10 +61,15 @@ export class UuidSet {
   }
 
   /** The slot offset of the pair when present, else `-(offset of the empty slot where it would go) - 1`. */
-  #find(key: Uint32Array): number {
+  #find(key: Uint32Array, o: number): number {
+    const k0 = key[o]!;
+    const k1 = key[o + 1]!;
+    const k2 = key[o + 2]!;
+    const k3 = key[o + 3]!;
+    const k4 = key[o + 4]!;
     // The uuid's last 32 bits are random in every version that matters (v4, v7); the other words are mixed in
     // so that made-up uuids with equal tails do not all land on one slot.
-    const mixed = (key[4]! ^ Math.imul(key[3]!, 0x9e3779b1) ^ Math.imul(key[0]! ^ key[1]!, 0x85ebca6b)) >>> 0;
+    const mixed = (k4 ^ Math.imul(k3, 0x9e3779b1) ^ Math.imul(k0 ^ k1, 0x85ebca6b)) >>> 0;
     let slot = Math.floor((mixed / 4294967296) * this.#capacity);
     const slots = this.#slots;
     for (;;) {
@@ -72,11 +77,11 @@ export class UuidSet {
       const p = slots[base]!;
       if (p === 0) return -base - 1;
       if (
-        p === key[0] &&
-        slots[base + 1] === key[1] &&
-        slots[base + 2] === key[2] &&
-        slots[base + 3] === key[3] &&
-        slots[base + 4] === key[4]
+        p === k0 &&
+        slots[base + 1] === k1 &&
+        slots[base + 2] === k2 &&
+        slots[base + 3] === k3 &&
+        slots[base + 4] === k4
       )
         return base;
       slot = slot + 1 === this.#capacity ? 0 : slot + 1;
@@ -90,22 +95,22 @@ const SCRATCH = new Uint32Array(5);
  * The five words a set keeps of a pair, written into `out` (pass a reused array: no allocation per call):
  * project id + 1, then the uuid's 128 bits.
  */
-export function uuidKey(projectId: number, uuid: string, out: Uint32Array): Uint32Array {
-  out[0] = projectId + 1;
-  wordsOf(uuid, out);
+export function uuidKey(projectId: number, uuid: string, out: Uint32Array, offset = 0): Uint32Array {
+  out[offset] = projectId + 1;
+  wordsOf(uuid, out, offset);
   return out;
 }
 
 /**
- * Writes the 128 bits of a canonical UUID (`8-4-4-4-12` hex digits, either case) into `out[1..4]`. Anything
+ * Writes the 128 bits of a canonical UUID (`8-4-4-4-12` hex digits, either case) into `out[offset + 1..4]`. Anything
  * else (ingest only ever sees canonical uuids; this is a guard) is hashed into the same four words instead,
  * so it still has a stable identity.
  */
-function wordsOf(uuid: string, out: Uint32Array): void {
+function wordsOf(uuid: string, out: Uint32Array, offset: number): void {
   if (uuid.length === 36) {
     let word = 0;
     let digits = 0;
-    let w = 1;
+    let w = offset + 1;
     let ok = true;
     for (let i = 0; i < 36; i++) {
       if (i === 8 || i === 13 || i === 18 || i === 23) {
@@ -127,7 +132,7 @@ function wordsOf(uuid: string, out: Uint32Array): void {
   for (let w = 1; w <= 4; w++) {
     let h = (0x811c9dc5 ^ Math.imul(w, 0x27d4eb2d)) >>> 0;
     for (let i = 0; i < uuid.length; i++) h = Math.imul(h ^ uuid.charCodeAt(i), 0x01000193);
-    out[w] = (h ^ uuid.length) >>> 0;
+    out[offset + w] = (h ^ uuid.length) >>> 0;
   }
 }
 

@@ -118,20 +118,42 @@ export class LoggedStore implements Store, TableReader {
     return store;
   }
 
-  async insert(table: string, rows: readonly Row[]): Promise<void> {
-    if (rows.length === 0) return;
-    if (this.#closed) throw new Error('the store is closed');
-    // One JSON array per commit: a third less CPU than a JSON text per row (2.4 against 3.5 µs a row, bytes
-    // included, measured on event rows), and ClickHouse's JSONEachRow reads an array of objects as rows. (Logs
-    // of earlier versions hold one object a line; the applier reads both.)
-    const data = Buffer.from(JSON.stringify(rows));
+  insert(table: string, rows: readonly Row[]): Promise<void> {
+    if (rows.length === 0) return Promise.resolve();
+    let data: Buffer;
+    try {
+      data = this.encode(rows);
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+    return this.insertEncoded(table, rows.length, [data]);
+  }
+
+  /**
+   * One JSON array of the rows: a third less CPU than a JSON text per row (2.4 against 3.5 µs a row, bytes
+   * included, measured on event rows), and ClickHouse's JSONEachRow reads an array of objects as rows.
+   */
+  encode(rows: readonly Row[]): Buffer {
+    return Buffer.from(JSON.stringify(rows));
+  }
+
+  /** Commits encodings of `encode` as one frame of the log: one JSON array of all their rows. */
+  insertEncoded(table: string, rows: number, chunks: readonly Buffer[]): Promise<void> {
+    if (rows === 0) return Promise.resolve();
+    if (this.#closed) return Promise.reject(new Error('the store is closed'));
+    // (Logs of earlier versions hold one object a line; the applier reads both.)
+    const data = jsonArrayOf(chunks);
     if (this.#pendingBytes > 0 && this.#pendingBytes + data.length > this.#options.maxPendingBytes)
-      throw new StoreBusyError(this.#pendingBytes);
+      return Promise.reject(new StoreBusyError(this.#pendingBytes));
+    return this.#append(table, rows, data);
+  }
+
+  async #append(table: string, count: number, data: Buffer): Promise<void> {
     const started = performance.now();
     this.#pendingBytes += data.length;
     let frame: LogFrame;
     try {
-      frame = await this.#log.append(table, rows.length, data);
+      frame = await this.#log.append(table, count, data);
     } catch (err) {
       this.#pendingBytes -= data.length;
       throw err;
