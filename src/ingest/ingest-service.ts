@@ -50,6 +50,15 @@ async function settled(sends: Promise<void>[], commits: Promise<void>[]): Promis
 }
 
 /**
+ * `commit`, marked as handled: a commit can fail while `settled` still waits for the jobs, before it looks at
+ * the commits, and a rejection nobody has a handler for yet would end the process. `settled` still sees it.
+ */
+function watched(commit: Promise<void>): Promise<void> {
+  commit.catch(() => undefined);
+  return commit;
+}
+
+/**
  * Ingest: runs captured events through the pipeline in keyed actors and hands the rows to the group-commit
  * writer. Live events are keyed by partition of (project, distinct_id), so one person's events keep their
  * order; overflow events spread over their own actors with no ordering promise (a hot key must not hold up a
@@ -106,9 +115,18 @@ export class IngestService {
   }
 
   handle(batch: EventBatch): Promise<void> {
+    try {
+      return this.#handle(batch);
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  /** `handle`, synchronous up to the wait: nothing here keeps the batch alive while its commits settle. */
+  #handle(batch: EventBatch): Promise<void> {
     const commits: Promise<void>[] = [];
     if (batch.warnings.length > 0)
-      commits.push(this.#writer.write('ingestion_warnings', batch.warnings.map(warningRow)));
+      commits.push(watched(this.#writer.write('ingestion_warnings', batch.warnings.map(warningRow))));
     const sends: Promise<void>[] = [];
     if (batch.events.length > 0) {
       if (batch.lane === 'historical') {
@@ -170,10 +188,10 @@ export class IngestService {
         // The callback keeps two values, not the events: they are let go once their rows are written.
         const lane = job.lane;
         const count = out.events.length;
-        job.commits.push(commit.then(() => this.#deps.metrics.ingestEvents.inc({ lane }, count)));
+        job.commits.push(watched(commit.then(() => this.#deps.metrics.ingestEvents.inc({ lane }, count))));
       }
       if (out.warnings.length > 0)
-        job.commits.push(this.#writer.write('ingestion_warnings', out.warnings.map(warningRow)));
+        job.commits.push(watched(this.#writer.write('ingestion_warnings', out.warnings.map(warningRow))));
     } catch (err) {
       fail(err);
       throw err;
