@@ -50,6 +50,9 @@ export class DedupWindow {
     const fresh: E[] = [];
     const waits: Promise<void>[] = [];
     const names: string[] = [];
+    // Each uuid is parsed once, into the slot its event would take: the words serve the lookups now and the
+    // commit's callbacks later, which so need not keep the events themselves.
+    const keys = this.#current ? new Uint32Array(events.length * 5) : undefined;
     for (const e of events) {
       const name = keyText(e);
       const earlier = this.#inFlight.get(name);
@@ -58,21 +61,14 @@ export class DedupWindow {
         if (earlier !== commit) waits.push(earlier);
         continue;
       }
-      if (this.#committed(e)) continue;
+      if (keys && this.#committedKey(uuidKey(e.projectId, e.uuid, keys, fresh.length * 5), fresh.length * 5))
+        continue;
       this.#inFlight.set(name, commit);
       fresh.push(e);
       names.push(name);
     }
-    if (names.length > 0) this.#settleWith(commit, names, this.#keysOf(fresh));
+    if (names.length > 0) this.#settleWith(commit, names, keys);
     return { fresh, waits };
-  }
-
-  /** The claimed events' keys as words, so the commit's callbacks need not keep the events themselves. */
-  #keysOf(events: readonly EventKey[]): Uint32Array | undefined {
-    if (!this.#current) return undefined;
-    const keys = new Uint32Array(events.length * 5);
-    for (let i = 0; i < events.length; i++) uuidKey(events[i]!.projectId, events[i]!.uuid, keys, i * 5);
-    return keys;
   }
 
   #settleWith(commit: Promise<void>, names: readonly string[], keys: Uint32Array | undefined): void {
@@ -90,9 +86,14 @@ export class DedupWindow {
   }
 
   #committed(key: EventKey): boolean {
+    return (
+      this.#current !== undefined && this.#committedKey(uuidKey(key.projectId, key.uuid, this.#words), 0)
+    );
+  }
+
+  #committedKey(words: Uint32Array, offset: number): boolean {
     if (!this.#current || !this.#previous) return false;
-    const words = uuidKey(key.projectId, key.uuid, this.#words);
-    return this.#current.hasKey(words) || this.#previous.hasKey(words);
+    return this.#current.hasKey(words, offset) || this.#previous.hasKey(words, offset);
   }
 
   /** Records an event as stored (also used to warm the window from the store at start). */
