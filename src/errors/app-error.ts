@@ -49,6 +49,11 @@ export function toAppError(err: unknown): AppError {
   return new AppError('server_error', { cause: err });
 }
 
+/** A thrown value as an Error (a rejection reason or a `cause` should be one); an Error is returned as it is. */
+export function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
 export function errorBody(err: AppError): ErrorBody {
   return { type: err.type, code: err.code, detail: err.message, attr: err.attr };
 }

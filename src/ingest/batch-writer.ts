@@ -1,6 +1,7 @@
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Row, Store } from '../core/ports.ts';
+import { asError } from '../errors/app-error.ts';
 
 interface PendingWrite {
   /** The rows, or their bytes when the store encodes (then `rows` is empty). */
@@ -56,7 +57,7 @@ export class BatchWriter {
       try {
         encoded = this.#deps.store.encode(rows);
       } catch (err) {
-        return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+        return Promise.reject(asError(err));
       }
     }
     const kept = encoded ? NO_ROWS : rows;
@@ -129,7 +130,7 @@ export class BatchWriter {
         inserted = store.insert(table, taken.length === 1 ? taken[0]!.rows : taken.flatMap((w) => w.rows));
       }
     } catch (err) {
-      inserted = Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      inserted = Promise.reject(asError(err));
     }
     return this.#settle(table, count, started, inserted, taken);
   }

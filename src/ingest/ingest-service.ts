@@ -17,6 +17,7 @@ import { linkGroups } from './steps/link-groups.ts';
 import { processPerson } from './steps/process-person.ts';
 import { refusePersonlessIdentify } from './steps/refuse-personless-identify.ts';
 import type { CapturedEvent } from '../core/event.ts';
+import { asError } from '../errors/app-error.ts';
 
 export interface IngestConfig {
   readonly ingestPartitions: number;
@@ -118,7 +119,7 @@ export class IngestService {
     try {
       return this.#handle(batch);
     } catch (err) {
-      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      return Promise.reject(asError(err));
     }
   }
 

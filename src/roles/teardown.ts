@@ -1,4 +1,5 @@
 import type { Logger } from '../core/logger.ts';
+import { asError } from '../errors/app-error.ts';
 
 type Step = () => Promise<void> | void;
 
@@ -27,7 +28,7 @@ export class Teardown {
         await s.step();
       } catch (err) {
         this.#logger.error({ err, step: s.what }, 'shutdown step failed');
-        first ??= err instanceof Error ? err : new Error(String(err));
+        first ??= asError(err);
       }
     }
     if (first !== undefined) throw first;

@@ -5,6 +5,7 @@ import type { Metrics } from '../core/metrics.ts';
 import type { QueryOptions, ResultTable, Row, Store, TableReader } from '../core/ports.ts';
 import { ClickHouseStore, migrate } from './clickhouse-store.ts';
 import { CommitLog, comparePositions, type LogFrame, type LogPosition } from './commit-log.ts';
+import { asError } from '../errors/app-error.ts';
 
 export interface LoggedStoreOptions {
   /** Directory of the commit log. */
@@ -124,7 +125,7 @@ export class LoggedStore implements Store, TableReader {
     try {
       data = this.encode(rows);
     } catch (err) {
-      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      return Promise.reject(asError(err));
     }
     return this.insertEncoded(table, rows.length, [data]);
   }
