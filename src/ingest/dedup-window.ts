@@ -6,26 +6,46 @@ export interface EventKey {
   readonly uuid: string;
 }
 
+/** The value of an entry whose claim failed: the uuid is not stored, and a copy may claim it again. */
+const FORGOTTEN = 0;
+/** Generations of a window that remembers nothing once committed: sized for events in flight only. */
+const IN_FLIGHT_ONLY = 1 << 18;
+
+interface Claim {
+  readonly commit: Promise<void>;
+  /** The claimed uuids as `uuidKey` words, five per event, `count` of them. */
+  readonly keys: Uint32Array;
+  readonly count: number;
+}
+
 /**
  * Remembers the uuids of events recently committed (or being committed) so that a retried request — same
  * uuids — never makes a second row. Two generations bound the memory: when the current one fills, it becomes
  * the previous one and the oldest generation is forgotten, so between `size` and `2 × size` uuids are
- * remembered. The generations are fixed-size tables off the JavaScript heap (see `UuidSet`); only the
- * uuids whose commit is under way are held as strings. With size 0 nothing is remembered once committed,
- * but copies that arrive while the first is being committed still wait for it rather than make a second row.
+ * remembered. The generations are fixed-size tables off the JavaScript heap (see `UuidSet`).
+ *
+ * A uuid is entered when it is claimed, not when its commit succeeds, with the number of its claim as the
+ * entry's value: a claim still in `#claims` is being committed (a copy waits for it); one no longer there
+ * succeeded (a copy is dropped); a failed claim sets its entries to `FORGOTTEN`. So one table lookup per
+ * generation serves both questions, and an event costs no string and no `Map` entry. With size 0 nothing is
+ * remembered once committed, but copies that arrive while the first is being committed still wait for it
+ * rather than make a second row.
  */
 export class DedupWindow {
-  #current: UuidSet | undefined;
-  #previous: UuidSet | undefined;
-  readonly #inFlight = new Map<string, Promise<void>>();
+  #current: UuidSet;
+  #previous: UuidSet;
+  readonly #remember: boolean;
+  /** Claims being committed, by number. */
+  readonly #claims = new Map<number, Claim>();
+  #lastClaim = 0;
   /** Scratch for the parsed key of the uuid at hand. */
   readonly #words = new Uint32Array(5);
 
   constructor(size: number) {
-    if (size > 0) {
-      this.#current = new UuidSet(size);
-      this.#previous = new UuidSet(size);
-    }
+    this.#remember = size > 0;
+    const limit = size > 0 ? size : IN_FLIGHT_ONLY;
+    this.#current = new UuidSet(limit);
+    this.#previous = new UuidSet(limit);
   }
 
   /**
@@ -33,7 +53,11 @@ export class DedupWindow {
    * now (the duplicate is durable when that settles); `new` otherwise. Looks only: `claim` is what ingest uses.
    */
   check(key: EventKey): 'new' | 'committed' | Promise<void> {
-    return this.#inFlight.get(keyText(key)) ?? (this.#committed(key) ? 'committed' : 'new');
+    const words = uuidKey(key.projectId, key.uuid, this.#words);
+    let owner = this.#current.find(words);
+    owner = owner >= 0 ? this.#current.valueAt(owner) : this.#ownerIn(this.#previous, words, 0);
+    if (owner < 0 || owner === FORGOTTEN) return 'new';
+    return this.#claims.get(owner)?.commit ?? (this.#remember ? 'committed' : 'new');
   }
 
   /**
@@ -41,7 +65,6 @@ export class DedupWindow {
    * already (dropped) or being committed (their commit is in `waits`: the copy is durable when it settles).
    * A later copy — in these events or another call's — finds the claim and waits for `commit`. Once `commit`
    * succeeds the claimed events count as stored; if it fails they are forgotten, so a retry is stored.
-   * One pass, one key text per event: this runs for every event ingest takes.
    */
   claim<E extends EventKey>(
     events: readonly E[],
@@ -49,77 +72,111 @@ export class DedupWindow {
   ): { readonly fresh: E[]; readonly waits: Promise<void>[] } {
     const fresh: E[] = [];
     const waits: Promise<void>[] = [];
-    const names: string[] = [];
-    // Each uuid is parsed once, into the slot its event would take: the words serve the lookups now and the
-    // commit's callbacks later, which so need not keep the events themselves.
-    const keys = this.#current ? new Uint32Array(events.length * 5) : undefined;
+    const id = this.#nextClaim();
+    // Each uuid is parsed once, into the slot its event would take: the words serve the lookups now and a
+    // failed commit's callback later, which so need not keep the events themselves.
+    const keys = new Uint32Array(events.length * 5);
     for (const e of events) {
-      const name = keyText(e);
-      const earlier = this.#inFlight.get(name);
-      if (earlier !== undefined) {
-        // The same uuid twice in these events is one event, claimed by the first copy.
-        if (earlier !== commit) waits.push(earlier);
-        continue;
+      const at = fresh.length * 5;
+      uuidKey(e.projectId, e.uuid, keys, at);
+      let table = this.#current;
+      let slot = table.find(keys, at);
+      if (slot < 0) {
+        table = this.#previous;
+        slot = table.find(keys, at);
       }
-      if (keys && this.#committedKey(uuidKey(e.projectId, e.uuid, keys, fresh.length * 5), fresh.length * 5))
-        continue;
-      this.#inFlight.set(name, commit);
-      fresh.push(e);
-      names.push(name);
-    }
-    if (names.length > 0) this.#settleWith(commit, names, keys);
-    return { fresh, waits };
-  }
-
-  #settleWith(commit: Promise<void>, names: readonly string[], keys: Uint32Array | undefined): void {
-    commit.then(
-      () => {
-        for (let i = 0; i < names.length; i++) {
-          this.#inFlight.delete(names[i]!);
-          if (keys) this.#rememberKey(keys, i * 5);
+      if (slot >= 0) {
+        const owner = table.valueAt(slot);
+        // The same uuid twice in these events is one event, claimed by the first copy.
+        if (owner === id) continue;
+        const earlier = this.#claims.get(owner);
+        if (earlier) {
+          waits.push(earlier.commit);
+          continue;
         }
-      },
-      () => {
-        for (const name of names) this.#inFlight.delete(name);
-      },
-    );
-  }
-
-  #committed(key: EventKey): boolean {
-    return (
-      this.#current !== undefined && this.#committedKey(uuidKey(key.projectId, key.uuid, this.#words), 0)
-    );
-  }
-
-  #committedKey(words: Uint32Array, offset: number): boolean {
-    if (!this.#current || !this.#previous) return false;
-    return this.#current.hasKey(words, offset) || this.#previous.hasKey(words, offset);
+        if (owner !== FORGOTTEN && this.#remember) continue;
+        if (table === this.#current) {
+          table.setValue(slot, id);
+          fresh.push(e);
+          continue;
+        }
+      }
+      this.#enter(keys, at, id);
+      fresh.push(e);
+    }
+    if (fresh.length > 0) {
+      const claim: Claim = { commit, keys, count: fresh.length };
+      this.#claims.set(id, claim);
+      commit.then(
+        () => this.#claims.delete(id),
+        () => {
+          this.#claims.delete(id);
+          this.#forget(id, claim);
+        },
+      );
+    }
+    return { fresh, waits };
   }
 
   /** Records an event as stored (also used to warm the window from the store at start). */
   remember(key: EventKey): void {
-    if (this.#current) this.#rememberKey(uuidKey(key.projectId, key.uuid, this.#words), 0);
+    if (!this.#remember) return;
+    const words = uuidKey(key.projectId, key.uuid, this.#words);
+    if (this.#current.find(words) >= 0 || this.#previous.find(words) >= 0) return;
+    this.#enter(words, 0, this.#nextClaim());
   }
 
-  #rememberKey(words: Uint32Array, offset: number): void {
-    if (!this.#current || !this.#previous) return;
-    if (this.#current.full) {
-      const oldest = this.#previous;
-      oldest.clear();
-      this.#previous = this.#current;
-      this.#current = oldest;
-    }
-    // Not looked up in the previous generation first: a uuid in both costs one slot, a lookup costs a cache miss.
-    this.#current.addKey(words, offset);
-  }
-
-  /** Uuids remembered as stored (in flight not counted). */
+  /** Uuids remembered, including those being committed (none when the window is off). */
   get size(): number {
-    return (this.#current?.size ?? 0) + (this.#previous?.size ?? 0);
+    return this.#remember ? this.#current.size + this.#previous.size : 0;
   }
-}
 
-/** An event's key as one string (the in-flight map's key, and any per-batch set's). */
-function keyText(key: EventKey): string {
-  return `${key.projectId}:${key.uuid}`;
+  #nextClaim(): number {
+    // Numbers wrap long after an entry made with one is gone: the tables hold at most 2 × size claims.
+    let id = this.#lastClaim === 0xffffffff ? 1 : this.#lastClaim + 1;
+    while (this.#claims.has(id)) id = id === 0xffffffff ? 1 : id + 1;
+    this.#lastClaim = id;
+    return id;
+  }
+
+  #ownerIn(table: UuidSet, words: Uint32Array, offset: number): number {
+    const slot = table.find(words, offset);
+    return slot >= 0 ? table.valueAt(slot) : -1;
+  }
+
+  /** Enters an absent key into the current generation, first making room if it is full. */
+  #enter(words: Uint32Array, offset: number, id: number): void {
+    if (this.#current.full) this.#rotate();
+    this.#current.insert(words, offset, id);
+  }
+
+  /**
+   * The current generation becomes the previous one; the oldest is forgotten, except for the entries of
+   * claims still being committed, which go back into the new current generation.
+   */
+  #rotate(): void {
+    const oldest = this.#previous;
+    oldest.clear();
+    this.#previous = this.#current;
+    this.#current = oldest;
+    // Stops at the limit: more uuids being committed at once than a generation holds (not seen in practice;
+    // the store refuses new work long before) would lose only the wait of a copy that arrives meanwhile.
+    for (const [id, claim] of this.#claims) {
+      for (let at = 0; at < claim.count * 5; at += 5) {
+        if (this.#current.full) return;
+        if (this.#previous.find(claim.keys, at) >= 0 || this.#current.find(claim.keys, at) >= 0) continue;
+        this.#current.insert(claim.keys, at, id);
+      }
+    }
+  }
+
+  /** A failed claim's entries no longer stand for stored events. */
+  #forget(id: number, claim: Claim): void {
+    for (let at = 0; at < claim.count * 5; at += 5) {
+      for (const table of [this.#current, this.#previous]) {
+        const slot = table.find(claim.keys, at);
+        if (slot >= 0 && table.valueAt(slot) === id) table.setValue(slot, FORGOTTEN);
+      }
+    }
+  }
 }

@@ -73,6 +73,43 @@ t.test('size 0 turns the window off; copies of an event being committed still wa
   t.equal(w.check(key(b)), 'new', 'committed, and not remembered');
 });
 
+t.test('a claim being committed outlives the generations around it', async (t) => {
+  const w = new DedupWindow(3);
+  const [a, b] = uuids(2) as [string, string];
+  let fail!: (err: Error) => void;
+  const slow = new Promise<void>(() => {});
+  const failing = new Promise<void>((_, reject) => (fail = reject));
+  failing.catch(() => undefined);
+  w.claim([key(a)], slow);
+  w.claim([key(b)], failing);
+  // Ten more uuids, committed, turn the generations over several times.
+  const others = uuids(10);
+  for (const u of others) {
+    w.claim([key(u)], Promise.resolve());
+    await Promise.resolve();
+  }
+  t.equal(w.check(key(a)), slow, 'the copy still waits for the first, generations later');
+  t.equal(w.check(key(b)), failing);
+  t.equal(w.check(key(others[9]!)), 'committed');
+  t.equal(w.check(key(others[0]!)), 'new', 'committed uuids age out as before');
+  fail(new Error('insert failed'));
+  await failing.catch(() => undefined);
+  await Promise.resolve();
+  t.equal(w.check(key(b)), 'new', 'a failed claim is forgotten wherever its entries went');
+  t.same(w.claim([key(b)], Promise.resolve()).fresh, [key(b)], 'and a retry is claimed afresh');
+});
+
+t.test('size 0: a committed uuid is claimed again by its next copy', async (t) => {
+  const w = new DedupWindow(0);
+  const [a] = uuids(1) as [string];
+  const first = Promise.resolve();
+  t.same(w.claim([key(a)], first).fresh, [key(a)]);
+  t.same(w.claim([key(a)], Promise.resolve()).waits, [first], 'while the first is committed, a copy waits');
+  await first;
+  await Promise.resolve();
+  t.same(w.claim([key(a)], Promise.resolve()).fresh, [key(a)], 'once it is, nothing is remembered');
+});
+
 t.test('UuidSet: exact membership at its fill limit, over many uuids', (t) => {
   const limit = 50_000;
   const set = new UuidSet(limit);
