@@ -2,7 +2,7 @@ import t from 'tap';
 import { PinnedLru } from '../../src/ingest/persons/pinned-lru.ts';
 import { PersonCache, cacheKey, type Person } from '../../src/ingest/persons/person-cache.ts';
 
-t.test('least recently used entries go first; pinned ones stay', (t) => {
+t.test('oldest unused entries go first; a used one gets a second chance; pinned ones stay', (t) => {
   const removed: string[] = [];
   const pinned = new Set<string>();
   const lru = new PinnedLru<string>({
@@ -12,26 +12,30 @@ t.test('least recently used entries go first; pinned ones stay', (t) => {
   });
   lru.set('a', 'A');
   lru.set('b', 'B');
-  t.equal(lru.get('a'), 'A', 'a is now the most recent');
   lru.set('c', 'C');
   t.same(removed, [], 'set never evicts: what a change just set is not pinned yet');
   lru.trim();
-  t.same(removed, ['b']);
-  pinned.add('A');
-  pinned.add('C');
+  t.same(removed, ['a'], 'all used once: the oldest goes');
+  t.equal(lru.get('b'), 'B', 'b is used again');
   lru.set('d', 'D');
-  pinned.add('D');
   lru.trim();
-  t.same(removed, ['b'], 'everything is pinned: the bound gives way');
+  t.same(removed, ['a', 'c'], 'c, unused since the last trim, goes before b, which was read');
+  t.equal(lru.peek('b'), 'B');
+  pinned.add('B');
+  pinned.add('D');
+  lru.set('e', 'E');
+  pinned.add('E');
+  lru.trim();
+  t.same(removed, ['a', 'c'], 'everything is pinned: the bound gives way');
   t.equal(lru.size, 3);
   pinned.clear();
-  lru.set('e', 'E');
+  lru.set('f', 'F');
   lru.trim();
-  t.same(removed, ['b', 'a', 'c']);
+  t.same(removed, ['a', 'c', 'b', 'd']);
   t.equal(lru.size, 2);
-  t.equal(lru.peek('d'), 'D');
+  t.equal(lru.peek('e'), 'E');
   lru.set('e', 'E2');
-  t.same(removed, ['b', 'a', 'c', 'e'], 'a replaced value counts as removed');
+  t.same(removed, ['a', 'c', 'b', 'd', 'e'], 'a replaced value counts as removed');
   t.end();
 });
 
