@@ -81,6 +81,7 @@ export class DedupWindow {
       uuidKey(e.projectId, e.uuid, keys, at);
       let table = this.#current;
       let slot = table.find(keys, at);
+      const absent = slot;
       if (slot < 0) {
         table = this.#previous;
         slot = table.find(keys, at);
@@ -101,7 +102,7 @@ export class DedupWindow {
           continue;
         }
       }
-      this.#enter(keys, at, id);
+      this.#enter(keys, at, id, absent);
       fresh.push(e);
     }
     if (fresh.length > 0) {
@@ -144,10 +145,15 @@ export class DedupWindow {
     return slot >= 0 ? table.valueAt(slot) : -1;
   }
 
-  /** Enters an absent key into the current generation, first making room if it is full. */
-  #enter(words: Uint32Array, offset: number, id: number): void {
-    if (this.#current.full) this.#rotate();
-    this.#current.insert(words, offset, id);
+  /**
+   * Enters an absent key into the current generation, first making room if it is full. `absent` is what
+   * the current generation's `find` said of it, if nothing changed since.
+   */
+  #enter(words: Uint32Array, offset: number, id: number, absent?: number): void {
+    if (this.#current.full) {
+      this.#rotate();
+      this.#current.insert(words, offset, id);
+    } else this.#current.insert(words, offset, id, absent);
   }
 
   /**

@@ -53,7 +53,10 @@ export class UuidSet {
     return true;
   }
 
-  /** The slot of a key made by `uuidKey` (at `offset` in `key`), or -1 when absent. */
+  /**
+   * The slot of a key made by `uuidKey` (at `offset` in `key`); when absent, a negative number (`-slot - 1` of the
+   * empty slot it would take, which `insert` can be given so as not to probe again).
+   */
   find(key: Uint32Array, offset = 0): number {
     const k0 = key[offset]!;
     const k1 = key[offset + 1]!;
@@ -66,7 +69,7 @@ export class UuidSet {
     let slot = this.#home(tag);
     for (;;) {
       const t = tags[slot]!;
-      if (t === 0) return -1;
+      if (t === 0) return -slot - 1;
       if (t === tag) {
         const base = slot * 5;
         if (
@@ -83,16 +86,21 @@ export class UuidSet {
   }
 
   /**
-   * Adds a key that `find` says is absent, with `value`; returns its slot. The owner goes by `full`, but a few
-   * keys past the limit are taken (up to the slots there are, less one that stays empty to end every probe).
+   * Adds a key that `find` says is absent, with `value`; returns its slot. `absent` is what that `find`
+   * returned, when nothing was inserted or cleared since. The owner goes by `full`, but a few keys past the
+   * limit are taken (up to the slots there are, less one that stays empty to end every probe).
    */
-  insert(key: Uint32Array, offset: number, value: number): number {
+  insert(key: Uint32Array, offset: number, value: number, absent?: number): number {
     if (this.#size >= this.#capacity - 1) throw new RangeError('UuidSet is full');
     const k0 = key[offset]!;
     const tag = tagOf(k0, key[offset + 1]!, key[offset + 3]!, key[offset + 4]!);
     const tags = this.#tags;
-    let slot = this.#home(tag);
-    while (tags[slot] !== 0) slot = slot + 1 === this.#capacity ? 0 : slot + 1;
+    let slot: number;
+    if (absent !== undefined && absent < 0) slot = -absent - 1;
+    else {
+      slot = this.#home(tag);
+      while (tags[slot] !== 0) slot = slot + 1 === this.#capacity ? 0 : slot + 1;
+    }
     tags[slot] = tag;
     const base = slot * 5;
     for (let w = 0; w < 5; w++) this.#keys[base + w] = key[offset + w]!;
