@@ -73,6 +73,9 @@ export class LoggedStore implements Store, TableReader {
   #timer: NodeJS.Timeout | undefined;
   #failures = 0;
   #closed = false;
+  /** Where `encode` writes: a shared slab, as Node's pool does for small buffers (see `encode`). */
+  #slab = Buffer.alloc(0);
+  #slabUsed = 0;
   #visibleWaiters: { readonly target: LogPosition; readonly resolve: () => void }[] = [];
 
   private constructor(
@@ -135,7 +138,20 @@ export class LoggedStore implements Store, TableReader {
    * included, measured on event rows), and ClickHouse's JSONEachRow reads an array of objects as rows.
    */
   encode(rows: readonly Row[]): Buffer {
-    return Buffer.from(JSON.stringify(rows));
+    const text = JSON.stringify(rows);
+    // A JSON text of a few rows is ~0.5-15 KB: past Node's own 4 KB pool, `Buffer.from` would make each its own
+    // ArrayBuffer (2.5× the time of writing into a slab, measured on 6.7 KB texts, and an external allocation
+    // each, which drives GC). Encodings are short-lived (the commit copies them into its frame), so a slab
+    // is let go soon after it fills.
+    const most = text.length * 3;
+    if (most > SLAB_BYTES / 8) return Buffer.from(text);
+    if (this.#slabUsed + most > this.#slab.length) {
+      this.#slab = Buffer.allocUnsafe(SLAB_BYTES);
+      this.#slabUsed = 0;
+    }
+    const start = this.#slabUsed;
+    this.#slabUsed += this.#slab.write(text, start);
+    return this.#slab.subarray(start, this.#slabUsed);
   }
 
   /** Commits encodings of `encode` as one frame of the log: one JSON array of all their rows. */
@@ -436,6 +452,7 @@ export function jsonArrayOf(frames: readonly Buffer[]): Buffer {
 }
 
 const OPEN_BRACKET = 0x5b;
+const SLAB_BYTES = 1024 * 1024;
 const OPEN = Buffer.from('[');
 const CLOSE = Buffer.from(']');
 const COMMA = Buffer.from(',');
