@@ -96,6 +96,7 @@ function runsTable(r: JetStreamModeResults): Table {
       'cpu nats',
       'gen cpu',
       'other cpu',
+      'steal',
     ],
     rows: runs(r).map(([name, m]) => [
       name,
@@ -112,6 +113,7 @@ function runsTable(r: JetStreamModeResults): Table {
       role(m, 'nats'),
       cores(m.load.generatorCpuCores),
       cores(m.otherCpuCores),
+      cores(m.stealCpuCores),
     ]),
   };
 }
@@ -236,7 +238,7 @@ function markdown(results: JetStreamBenchResults, jsonName: string): string {
     '',
     `Machine: ${machine}. Load average (1 min) ${results.loadAverage.start.toFixed(2)} at the start, ` +
       `${results.loadAverage.end.toFixed(2)} at the end; each run's "other cpu" is what processes other than ` +
-      "the bench's own used while it ran.",
+      'the bench\'s own used while it ran, and "steal" what the hypervisor gave other guests while this one had work.',
     '',
     'Setup, all on loopback and sharing the 2 cores: nats-server -js (temporary file store), one `weir ingest`',
     '(owns a fresh data directory, embedded chDB), one `weir capture` (reads its catalog), the load generator',

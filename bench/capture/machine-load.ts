@@ -15,7 +15,10 @@ const QUIET_CORES = 0.15;
 const QUIET_WINDOW_MS = 1000;
 
 interface MachineTicks {
+  /** Ticks the guest's CPUs ran something (steal not included). */
   readonly busy: number;
+  /** Ticks the hypervisor ran someone else while this guest had work (`steal`). */
+  readonly steal: number;
   readonly total: number;
 }
 
@@ -26,7 +29,8 @@ function machineTicks(): MachineTicks | undefined {
     const f = first.trim().split(/\s+/).slice(1, 9).map(Number);
     const total = f.reduce((a, b) => a + b, 0);
     const idle = (f[3] ?? 0) + (f[4] ?? 0); // idle + iowait
-    return Number.isFinite(total) ? { busy: total - idle, total } : undefined;
+    const steal = f[7] ?? 0;
+    return Number.isFinite(total) ? { busy: total - idle - steal, steal, total } : undefined;
   } catch {
     return undefined;
   }
@@ -54,6 +58,20 @@ export class OtherLoadProbe {
     this.#pids = pids;
     this.#ticks = machineTicks();
     this.#own = ownCpuSeconds(pids);
+  }
+
+  /**
+   * Cores the hypervisor gave to other guests while this machine had work (`steal` in /proc/stat), since the
+   * probe began. A virtual machine's cores are shared with its neighbours: a run that lost a tenth of its
+   * CPU this way measured that, not Weir (seen here: 1-10% of the CPU in runs minutes apart).
+   */
+  stealCores(): number | undefined {
+    const ticks = machineTicks();
+    const seconds = (performance.now() - this.#started) / 1000;
+    if (!ticks || !this.#ticks || seconds < 0.5) return undefined;
+    const total = ticks.total - this.#ticks.total;
+    if (total <= 0) return undefined;
+    return ((ticks.steal - this.#ticks.steal) / total) * os.cpus().length;
   }
 
   /** Cores used by everything else since the probe began; undefined when /proc cannot tell. */

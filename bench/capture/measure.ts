@@ -47,6 +47,8 @@ export interface Measurement {
   readonly weir: WeirCounters | undefined;
   /** Cores used by processes other than the bench's own during the run (other work on a shared machine). */
   readonly otherCpuCores: number | undefined;
+  /** Cores the hypervisor gave to other guests during the run (see `OtherLoadProbe.stealCores`). */
+  readonly stealCpuCores: number | undefined;
   /**
    * The server was still busy with an earlier run's work when this one began (it did not settle within
    * SETTLE_TIMEOUT_MS): its stored figure includes some of that work.
@@ -74,7 +76,7 @@ export function catchUpAllowance(durationMs: number): number {
 }
 
 export function contended(m: Measurement): boolean {
-  return (m.otherCpuCores ?? 0) > CONTENDED_CORES;
+  return (m.otherCpuCores ?? 0) + (m.stealCpuCores ?? 0) > CONTENDED_CORES;
 }
 
 /** One run to measure. */
@@ -104,7 +106,10 @@ export async function measure(bench: BenchContext, target: Target, run: RunSpec)
   const first = await measureOnce(bench, target, run, 1);
   const retry = run.retryIf ?? (() => true);
   if (!contended(first) || !retry(first) || !bench.quiet.takeRetry()) return first;
-  bench.progress(`  (other work took ${first.otherCpuCores?.toFixed(2)} cores during that run: once more)`);
+  bench.progress(
+    `  (other work took ${first.otherCpuCores?.toFixed(2)} cores and the hypervisor ` +
+      `${first.stealCpuCores?.toFixed(2)} during that run: once more)`,
+  );
   return measureOnce(bench, target, run, 2);
 }
 
@@ -147,6 +152,7 @@ async function measureOnce(
   }
   const after = await target.snapshot();
   const otherCpuCores = probe.otherCores();
+  const stealCpuCores = probe.stealCores();
   const seconds = (load.elapsedMs + (catchUpMs ?? 0)) / 1000;
   const weir = after.weir && before.weir ? diffCounters(after.weir, before.weir) : undefined;
   // /proc counts CPU in 10 ms ticks: over a run shorter than half a second the figure would be noise.
@@ -171,6 +177,7 @@ async function measureOnce(
     serverCpuByRole,
     weir,
     otherCpuCores,
+    stealCpuCores,
     startedBehind,
     quietWaitMs,
     attempts,
@@ -195,6 +202,7 @@ export function describe(m: Measurement): string {
     `${m.target} ${m.mode} @ ${rate}: ${Math.round(m.load.okPerSecond)} ok/s${stored}${caughtUp}, ` +
     `p50 ${m.load.latency.p50} ms, p99 ${m.load.latency.p99} ms, p99.9 ${m.load.latency.p999} ms, ` +
     `failed ${m.failed}, cpu server ${m.serverCpuCores?.toFixed(2)}${roles ? ` (${roles})` : ''} ` +
-    `gen ${m.load.generatorCpuCores.toFixed(2)} other ${m.otherCpuCores?.toFixed(2)}`
+    `gen ${m.load.generatorCpuCores.toFixed(2)} other ${m.otherCpuCores?.toFixed(2)} ` +
+    `steal ${m.stealCpuCores?.toFixed(2)}`
   );
 }

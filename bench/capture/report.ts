@@ -71,6 +71,7 @@ function fixedTable(r: ModeResults): Table {
     { name: 'server cpu', cell: (t) => cores(m(t).serverCpuCores) },
     { name: 'gen cpu', cell: (t) => cores(m(t).load.generatorCpuCores) },
     { name: 'other cpu', cell: (t) => cores(m(t).otherCpuCores) },
+    { name: 'steal', cell: (t) => cores(m(t).stealCpuCores) },
   ]);
 }
 
@@ -118,6 +119,7 @@ function maxTable(r: ModeResults): Table {
     { name: 'server cpu', cell: (t) => cores(s(t)?.serverCpuCores) },
     { name: 'gen cpu', cell: (t) => cores(s(t)?.load.generatorCpuCores) },
     { name: 'other cpu', cell: (t) => cores(s(t)?.otherCpuCores) },
+    { name: 'steal', cell: (t) => cores(s(t)?.stealCpuCores) },
   ]);
 }
 
@@ -276,10 +278,11 @@ export function targetNotes(where: string, t: TargetResults): string[] {
 export function contentionNotes(where: string, runs: readonly Measurement[]): string[] {
   const busy = runs.filter(contended);
   if (busy.length === 0) return [];
-  const other = busy.map((m) => m.otherCpuCores ?? 0);
+  const other = busy.map((m) => (m.otherCpuCores ?? 0) + (m.stealCpuCores ?? 0));
   return [
-    `- ${where}: other processes on the machine used ${cores(Math.min(...other))}–${cores(Math.max(...other))} ` +
-      `cores during ${busy.length} of ${runs.length} runs (${runs.filter((m) => m.attempts > 1).length} made again).`,
+    `- ${where}: other processes on the machine, or other guests of the hypervisor (steal), took ` +
+      `${cores(Math.min(...other))}–${cores(Math.max(...other))} cores during ${busy.length} of ${runs.length} runs ` +
+      `(${runs.filter((m) => m.attempts > 1).length} made again).`,
   ];
 }
 
@@ -309,6 +312,10 @@ function markdown(results: BenchResults, jsonName: string, withPlot: boolean): s
     `Raw figures and HdrHistograms: [${jsonName}](${jsonName}).`,
     '',
     `Machine: ${machine}. Embedded Weir (chDB), loopback; generator, Weir and bare uWS share the machine's cores.`,
+    '"Other cpu" is what processes other than the bench\'s own used during a run; "steal" is CPU the hypervisor gave',
+    'other guests while this one had work (a virtual machine shares its cores with neighbours: 1-10% of the CPU',
+    'was seen taken that way in runs minutes apart). A run where the two add up to over a quarter core is made again',
+    "once, while the bench's few retries last.",
     '',
     `Method: one generator process, ${o.connections} keep-alive connections, one request in flight per connection,`,
     'pre-built request bytes. Open loop: request i is due at t0 + i/rate and its latency runs from that due time',
