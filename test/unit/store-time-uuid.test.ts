@@ -25,6 +25,12 @@ t.test('chTime matches the ISO form for any millisecond, across days and years',
     t.equal(chTime(ms), `${iso.slice(0, 10)} ${iso.slice(11, 23)}`, String(ms));
   }
   t.equal(chTime(1_700_000_000_123.9), '2023-11-14 22:13:20.123', 'a fractional millisecond is cut');
+  // The last two texts are remembered: repeats and alternations must still give each its own.
+  const [a, b, c] = [1_700_000_000_123, 1_700_000_000_124, 86_400_000];
+  for (const ms of [a, b, a, b, c, a, c, b, b, c]) {
+    const iso = new Date(ms).toISOString();
+    t.equal(chTime(ms), `${iso.slice(0, 10)} ${iso.slice(11, 23)}`, `again ${ms}`);
+  }
   t.end();
 });
 
@@ -37,5 +43,16 @@ t.test('uuidv7 carries the time, version 7 and the RFC variant, and does not rep
   t.equal(parseInt(u.slice(0, 8) + u.slice(9, 13), 16), now, 'the first 48 bits are the milliseconds');
   const many = new Set(Array.from({ length: 10_000 }, () => uuidv7(now)));
   t.equal(many.size, 10_000);
+  // Every random digit takes every value it may (the pool refills many times over 10,000 uuids).
+  for (const position of [15, 16, 17, 20, 21, 22, 24, 29, 35]) {
+    const seen = new Set([...many].map((v) => v[position]));
+    t.equal(seen.size, 16, `digit ${position} is random`);
+  }
+  t.same(new Set([...many].map((v) => v[19])), new Set(['8', '9', 'a', 'b']), 'the variant digit');
+  const later = now + 86_400_000 * 400;
+  const [a, b, c] = [uuidv7(later), uuidv7(now), uuidv7(later)];
+  t.equal(parseInt(a.slice(0, 8) + a.slice(9, 13), 16), later, 'a uuid of another millisecond has its time');
+  t.equal(parseInt(b.slice(0, 8) + b.slice(9, 13), 16), now);
+  t.equal(c.slice(0, 13), a.slice(0, 13));
   t.end();
 });
