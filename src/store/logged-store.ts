@@ -144,7 +144,7 @@ export class LoggedStore implements Store, TableReader {
     // each, which drives GC). Encodings are short-lived (the commit copies them into its frame), so a slab
     // is let go soon after it fills.
     const most = text.length * 3;
-    if (most > SLAB_BYTES / 8) return Buffer.from(text);
+    if (most > SLAB_BYTES / 4) return Buffer.from(text);
     if (this.#slabUsed + most > this.#slab.length) {
       this.#slab = Buffer.allocUnsafe(SLAB_BYTES);
       this.#slabUsed = 0;
@@ -452,7 +452,7 @@ export function jsonArrayOf(frames: readonly Buffer[]): Buffer {
 }
 
 const OPEN_BRACKET = 0x5b;
-const SLAB_BYTES = 1024 * 1024;
+const SLAB_BYTES = 4 * 1024 * 1024;
 const OPEN = Buffer.from('[');
 const CLOSE = Buffer.from(']');
 const COMMA = Buffer.from(',');
