@@ -15,7 +15,7 @@ interface Claim {
   readonly commit: Promise<void>;
   /** The claimed uuids as `uuidKey` words, five per event, `count` of them. */
   readonly keys: Uint32Array;
-  readonly count: number;
+  count: number;
 }
 
 /**
@@ -76,6 +76,10 @@ export class DedupWindow {
     // Each uuid is parsed once, into the slot its event would take: the words serve the lookups now and a
     // failed commit's callback later, which so need not keep the events themselves.
     const keys = new Uint32Array(events.length * 5);
+    // Registered before its uuids are entered, so that a generation turned over while they are (a claim of
+    // more events than a generation holds) puts back the ones entered so far.
+    const claim: Claim = { commit, keys, count: 0 };
+    this.#claims.set(id, claim);
     for (const e of events) {
       const at = fresh.length * 5;
       uuidKey(e.projectId, e.uuid, keys, at);
@@ -99,15 +103,16 @@ export class DedupWindow {
         if (table === this.#current) {
           table.setValue(slot, id);
           fresh.push(e);
+          claim.count = fresh.length;
           continue;
         }
       }
       this.#enter(keys, at, id, absent);
       fresh.push(e);
+      claim.count = fresh.length;
     }
-    if (fresh.length > 0) {
-      const claim: Claim = { commit, keys, count: fresh.length };
-      this.#claims.set(id, claim);
+    if (fresh.length === 0) this.#claims.delete(id);
+    else {
       commit.then(
         () => this.#claims.delete(id),
         () => {

@@ -99,6 +99,21 @@ t.test('a claim being committed outlives the generations around it', async (t) =
   t.same(w.claim([key(b)], Promise.resolve()).fresh, [key(b)], 'and a retry is claimed afresh');
 });
 
+t.test('a claim of more events than a generation holds keeps them all while it is committed', (t) => {
+  const w = new DedupWindow(2);
+  const ids = uuids(5);
+  const slow = new Promise<void>(() => {});
+  t.equal(
+    w.claim(
+      ids.map((u) => key(u)),
+      slow,
+    ).fresh.length,
+    5,
+  );
+  for (const u of ids) t.equal(w.check(key(u)), slow, `${u} waits for the claim`);
+  t.end();
+});
+
 t.test('size 0: a committed uuid is claimed again by its next copy', async (t) => {
   const w = new DedupWindow(0);
   const [a] = uuids(1) as [string];
