@@ -436,10 +436,13 @@ export function blockToken(logId: string, from: LogPosition, to: LogPosition): s
 
 /**
  * One JSON array of the rows of several frames, each an array (or, from logs of earlier versions, one object
- * a line): JSONEachRow input reads one array, not several one after another.
+ * a line): JSONEachRow input reads one array, not several one after another. Always a buffer of its own,
+ * unless given one whole buffer that is an array already: a view into `encode`'s slab, kept as a frame until
+ * applied, would keep the whole slab.
  */
 export function jsonArrayOf(frames: readonly Buffer[]): Buffer {
-  if (frames.length === 1 && frames[0]![0] === OPEN_BRACKET) return frames[0]!;
+  const only = frames.length === 1 ? frames[0]! : undefined;
+  if (only && only[0] === OPEN_BRACKET && only.byteLength === only.buffer.byteLength) return only;
   const parts: Buffer[] = [OPEN];
   for (const f of frames) {
     const members = f[0] === OPEN_BRACKET ? f.subarray(1, f.length - 1) : linesAsMembers(f);

@@ -11,8 +11,15 @@ const rows = (from: number, n: number): Record<string, unknown>[] =>
 t.test('frames of arrays become one array of every row, in order', (t) => {
   const frames = [rows(0, 3), rows(3, 1), rows(4, 2)].map((r) => Buffer.from(JSON.stringify(r)));
   t.same(JSON.parse(jsonArrayOf(frames).toString()), rows(0, 6));
-  const one = frames[0]!;
+  const text = JSON.stringify(rows(0, 3));
+  const one = Buffer.alloc(Buffer.byteLength(text));
+  one.write(text);
   t.equal(jsonArrayOf([one]), one, 'a single array frame is used as it is, not copied');
+  const slab = Buffer.alloc(64 * 1024);
+  const view = slab.subarray(100, 100 + slab.write(text, 100));
+  const copied = jsonArrayOf([view]);
+  t.not(copied.buffer, slab.buffer, 'a view into a larger buffer is copied, so the frame does not keep it');
+  t.same(JSON.parse(copied.toString()), rows(0, 3));
   t.end();
 });
 
