@@ -32,7 +32,7 @@ export function uuidv7(now = Date.now()): string {
     randomFillSync(pool);
     poolAt = 0;
   }
-  // 19 random hex digits (76 bits) and 2 bits of the variant digit: 78 random bits, as RFC 9562 allows.
+  // 18 random hex digits and 2 bits of the variant digit: the 74 random bits of RFC 9562 (rand_a, rand_b).
   let at = poolAt;
   poolAt += RANDOM_BYTES;
   let digit = 0;
