@@ -117,19 +117,22 @@ function parseJson(text: string): Decoded {
   return { value, decodedLength: text.length };
 }
 
-/** The deepest nesting of arrays and objects in JSON text (text known to be valid JSON). */
+/**
+ * The deepest nesting of arrays and objects in JSON text (text known to be valid JSON). Strings, most of the
+ * text, are jumped over with `indexOf` to their closing quote (one not escaped: preceded by an even number
+ * of backslashes) rather than read a character at a time, which was 3-4% of capture's main thread in batch
+ * mode.
+ */
 export function jsonDepth(text: string): number {
   let depth = 0;
   let max = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      // Skip a string, honouring backslash escapes.
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i++;
-        else if (d === 0x22) break;
-      }
+      let end = text.indexOf('"', i + 1);
+      while (end !== -1 && escaped(text, end)) end = text.indexOf('"', end + 1);
+      if (end === -1) break;
+      i = end;
     } else if (c === 0x7b || c === 0x5b) {
       if (++depth > max) max = depth;
     } else if (c === 0x7d || c === 0x5d) {
@@ -137,6 +140,13 @@ export function jsonDepth(text: string): number {
     }
   }
   return max;
+}
+
+/** Whether the character at `at` is escaped: an odd number of backslashes right before it. */
+function escaped(text: string, at: number): boolean {
+  let backslashes = 0;
+  for (let k = at - 1; text.charCodeAt(k) === 0x5c; k--) backslashes++;
+  return (backslashes & 1) === 1;
 }
 
 function utf8(bytes: Buffer): string {

@@ -126,5 +126,37 @@ t.test('jsonDepth', (t) => {
   t.equal(jsonDepth('{"a":"\\"[[[","b":[]}'), 2, 'escaped quotes do not end a string');
   t.equal(jsonDepth('{"a":"\\\\","b":[[1]]}'), 3, 'an escaped backslash does not escape the quote after it');
   t.equal(jsonDepth('[{},[{}],[[]]]'), 3);
+  t.equal(jsonDepth('["\\\\\\"]]", [[]]]'), 3, 'three backslashes: the last escapes the quote');
+  t.equal(jsonDepth('["\\\\\\\\", [[]]]'), 3, 'four backslashes: the quote ends the string');
+  t.equal(jsonDepth('[{"a":"x"},{"b":"y\\u005d"},[["[\\"{"]]]'), 3);
+  // Against a plain character-by-character count, over texts with strings full of escapes and brackets.
+  const slow = (text: string): number => {
+    let depth = 0;
+    let max = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i];
+      if (c === '"') {
+        for (i++; text[i] !== '"'; i++) {
+          if (text[i] === '\\') i++;
+        }
+      } else if (c === '{' || c === '[') {
+        max = Math.max(max, ++depth);
+      } else if (c === '}' || c === ']') {
+        depth--;
+      }
+    }
+    return max;
+  };
+  const pieces = ['"', '\\', '[', ']', '{', '}', 'a', ' '];
+  for (let n = 0; n < 300; n++) {
+    const value = (d: number): unknown => {
+      const s = Array.from({ length: n % 7 }, (_, i) => pieces[(n * 31 + i * 7 + d) % pieces.length]).join(
+        '',
+      );
+      return d > 3 ? s : n % 2 ? [s, value(d + 1)] : { [s]: value(d + 1), k: [s] };
+    };
+    const text = JSON.stringify(value(0));
+    t.equal(jsonDepth(text), slow(text), text);
+  }
   t.end();
 });
