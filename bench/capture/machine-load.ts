@@ -66,27 +66,30 @@ export class OtherLoadProbe {
    * CPU this way measured that, not Weir (seen here: 1-10% of the CPU in runs minutes apart).
    */
   stealCores(): number | undefined {
+    return this.#machineCores((t) => t.steal);
+  }
+
+  /** Cores used by everything else since the probe began; undefined when /proc cannot tell. */
+  otherCores(): number | undefined {
+    const machineCores = this.#machineCores((t) => t.busy);
+    const own = ownCpuSeconds(this.#pids);
+    if (machineCores === undefined || own === undefined || this.#own === undefined) return undefined;
+    const seconds = (performance.now() - this.#started) / 1000;
+    return Math.max(0, machineCores - (own - this.#own) / seconds);
+  }
+
+  /**
+   * The cores the machine spent on one kind of ticks since the probe began: their share of all ticks × the
+   * core count, whatever the tick rate. Undefined when /proc cannot tell, or under half a second (/proc counts
+   * in 10 ms ticks: the difference would be noise).
+   */
+  #machineCores(kind: (ticks: MachineTicks) => number): number | undefined {
     const ticks = machineTicks();
     const seconds = (performance.now() - this.#started) / 1000;
     if (!ticks || !this.#ticks || seconds < 0.5) return undefined;
     const total = ticks.total - this.#ticks.total;
     if (total <= 0) return undefined;
-    return ((ticks.steal - this.#ticks.steal) / total) * os.cpus().length;
-  }
-
-  /** Cores used by everything else since the probe began; undefined when /proc cannot tell. */
-  otherCores(): number | undefined {
-    const ticks = machineTicks();
-    const own = ownCpuSeconds(this.#pids);
-    const seconds = (performance.now() - this.#started) / 1000;
-    // /proc counts in 10 ms ticks: under half a second the difference is noise.
-    if (!ticks || !this.#ticks || own === undefined || this.#own === undefined || seconds < 0.5)
-      return undefined;
-    const total = ticks.total - this.#ticks.total;
-    if (total <= 0) return undefined;
-    // Machine busy share × core count gives busy cores over the interval, whatever the tick rate.
-    const machineCores = ((ticks.busy - this.#ticks.busy) / total) * os.cpus().length;
-    return Math.max(0, machineCores - (own - this.#own) / seconds);
+    return ((kind(ticks) - kind(this.#ticks)) / total) * os.cpus().length;
   }
 }
 
