@@ -54,8 +54,8 @@ export class DedupWindow {
    */
   check(key: EventKey): 'new' | 'committed' | Promise<void> {
     const words = uuidKey(key.projectId, key.uuid, this.#words);
-    let owner = this.#current.find(words);
-    owner = owner >= 0 ? this.#current.valueAt(owner) : this.#ownerIn(this.#previous, words, 0);
+    let owner = this.#ownerIn(this.#current, words, 0);
+    if (owner < 0) owner = this.#ownerIn(this.#previous, words, 0);
     if (owner < 0 || owner === FORGOTTEN) return 'new';
     return this.#claims.get(owner)?.commit ?? (this.#remember ? 'committed' : 'new');
   }
@@ -128,7 +128,7 @@ export class DedupWindow {
   remember(key: EventKey): void {
     if (!this.#remember) return;
     const words = uuidKey(key.projectId, key.uuid, this.#words);
-    if (this.#current.find(words) >= 0 || this.#previous.find(words) >= 0) return;
+    if (this.#entered(words, 0)) return;
     this.#enter(words, 0, this.#nextClaim());
   }
 
@@ -145,6 +145,12 @@ export class DedupWindow {
     return id;
   }
 
+  /** Whether either generation has the key. */
+  #entered(words: Uint32Array, offset: number): boolean {
+    return this.#current.find(words, offset) >= 0 || this.#previous.find(words, offset) >= 0;
+  }
+
+  /** The value of the key's entry in `table`, or -1 when it has none. */
   #ownerIn(table: UuidSet, words: Uint32Array, offset: number): number {
     const slot = table.find(words, offset);
     return slot >= 0 ? table.valueAt(slot) : -1;
@@ -175,7 +181,7 @@ export class DedupWindow {
     for (const [id, claim] of this.#claims) {
       for (let at = 0; at < claim.count * 5; at += 5) {
         if (this.#current.full) return;
-        if (this.#previous.find(claim.keys, at) >= 0 || this.#current.find(claim.keys, at) >= 0) continue;
+        if (this.#entered(claim.keys, at)) continue;
         this.#current.insert(claim.keys, at, id);
       }
     }
