@@ -2,7 +2,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { InFlight } from '../http/in-flight.ts';
-import { BodyTooLargeError, Reply, readBody, readHeaders } from '../http/uws.ts';
+import { BodyTooLargeError, Reply, onBody } from '../http/uws.ts';
 
 /** Largest JSON body an API route reads. */
 export const MAX_API_BODY_BYTES = 1024 * 1024;
@@ -31,14 +31,12 @@ export interface ApiRequest {
   readonly body: unknown;
 }
 
-type RequestHead = Omit<ApiRequest, 'body'>;
-
 export interface ApiResponse {
   readonly status: number;
   /** Sent as JSON; none for 204. */
   readonly body?: unknown;
   /** A body already serialised as JSON, sent as it is (instead of `body`). */
-  readonly json?: string;
+  readonly json?: string | Buffer;
 }
 
 export type ApiHandler = (request: ApiRequest) => ApiResponse | Promise<ApiResponse>;
@@ -85,85 +83,123 @@ function handle(
   deps: ApiRouteDeps,
 ): void {
   const reply = new Reply(res);
-  const headers = readHeaders(req, [
-    'authorization',
-    'content-length',
-    'host',
-    'x-forwarded-proto',
-    'x-forwarded-host',
-  ]);
   const params: string[] = [];
   for (let i = 0; i < paramCount; i++) params.push(decodeParam(req.getParameter(i) ?? ''));
-  const query = new URLSearchParams(req.getQuery() ?? '');
+  const rawQuery = req.getQuery();
+  const request = new Request(
+    params,
+    rawQuery ? new URLSearchParams(rawQuery) : NO_QUERY,
+    req.getHeader('authorization'),
+    req.getHeader('host'),
+    req.getHeader('x-forwarded-proto'),
+    req.getHeader('x-forwarded-host'),
+  );
   if (!deps.inFlight.accepting) {
     reply.error(new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 }));
     return;
   }
   deps.inFlight.begin();
-  const contentLength = headers['content-length'] ? Number(headers['content-length']) : undefined;
-  // uWS wants the body handler attached before this function returns.
-  const body = withBody ? readBody(reply, contentLength, MAX_API_BODY_BYTES) : Promise.resolve(undefined);
-  const head: RequestHead = {
-    params,
-    query,
-    authorization: headers['authorization']!,
-    origin: originOf(headers),
-  };
-  void respond(reply, body, head, handler, deps);
+  if (!withBody) {
+    answer(reply, request, handler, deps);
+    return;
+  }
+  const contentLength = req.getHeader('content-length');
+  // uWS wants the body handler attached before this function returns; it answers from uWS's callback.
+  onBody(reply, contentLength ? Number(contentLength) : undefined, MAX_API_BODY_BYTES, (err, body) => {
+    if (err) {
+      if (err instanceof BodyTooLargeError) {
+        fail(reply, new AppError('payload_too_large', { detail: 'The body is larger than 1 MiB.' }), deps);
+      }
+      deps.inFlight.end(); // else the client went away
+      return;
+    }
+    try {
+      request.body = parseJson(body);
+    } catch (parseError) {
+      fail(reply, parseError, deps);
+      deps.inFlight.end();
+      return;
+    }
+    answer(reply, request, handler, deps);
+  });
 }
 
 /**
- * Reads the body, runs the handler, answers. A function of its own rather than a closure made per request:
- * the hot routes (endpoint runs) pay for every function object they create.
+ * Runs the handler and answers. An answer the handler has at once (a cached endpoint run) is sent at once,
+ * inside uWS's callback: no promise, no tick. Functions of their own rather than closures made per request,
+ * as the hot routes pay for every function object they create.
  */
-async function respond(
-  reply: Reply,
-  body: Promise<Buffer | undefined>,
-  head: RequestHead,
-  handler: ApiHandler,
-  deps: ApiRouteDeps,
-): Promise<void> {
+function answer(reply: Reply, request: Request, handler: ApiHandler, deps: ApiRouteDeps): void {
+  let response: ApiResponse | Promise<ApiResponse>;
   try {
-    let json: unknown;
-    try {
-      json = parseJson(await body);
-    } catch (err) {
-      if (err instanceof BodyTooLargeError) {
-        throw new AppError('payload_too_large', { detail: 'The body is larger than 1 MiB.' });
-      }
-      if (err instanceof AppError) throw err;
-      return; // the client went away
-    }
-    const response = await handler({
-      params: head.params,
-      query: head.query,
-      authorization: head.authorization,
-      origin: head.origin,
-      body: json,
-    });
-    if (response.status === 204) reply.send(204, undefined);
-    else if (response.json !== undefined) {
-      reply.send(response.status, response.json, JSON_TYPE);
-    } else reply.json(response.status, response.body);
+    response = handler(request);
   } catch (err) {
-    const appError = reply.error(err, err instanceof AppError && err.status === 401 ? WWW_AUTHENTICATE : {});
-    if (appError.status >= 500) deps.logger.error({ err: appError.cause ?? appError }, 'api request failed');
+    fail(reply, err, deps);
+    deps.inFlight.end();
+    return;
+  }
+  if (response instanceof Promise) {
+    response.then(
+      (r) => sendResponse(reply, r, deps),
+      (err: unknown) => {
+        fail(reply, err, deps);
+        deps.inFlight.end();
+      },
+    );
+  } else sendResponse(reply, response, deps);
+}
+
+function sendResponse(reply: Reply, response: ApiResponse, deps: ApiRouteDeps): void {
+  try {
+    if (response.status === 204) reply.send(204, undefined);
+    else if (response.json !== undefined) reply.send(response.status, response.json, JSON_TYPE);
+    else reply.json(response.status, response.body);
+  } catch (err) {
+    fail(reply, err, deps); // e.g. a body JSON cannot write
   } finally {
     deps.inFlight.end();
   }
 }
 
+/** Answers an error as SPEC §1 (401s with `WWW-Authenticate`), and logs a 5xx. */
+function fail(reply: Reply, err: unknown, deps: ApiRouteDeps): void {
+  const appError = reply.error(err, err instanceof AppError && err.status === 401 ? WWW_AUTHENTICATE : {});
+  if (appError.status >= 500) deps.logger.error({ err: appError.cause ?? appError }, 'api request failed');
+}
+
+/** An ApiRequest; `origin` is worked out only by the routes that read it. */
+class Request implements ApiRequest {
+  body: unknown = undefined;
+  #origin: string | undefined;
+
+  constructor(
+    readonly params: readonly string[],
+    readonly query: URLSearchParams,
+    readonly authorization: string,
+    private readonly host: string,
+    private readonly forwardedProto: string,
+    private readonly forwardedHost: string,
+  ) {}
+
+  /** Behind a proxy, the address the client used is in `X-Forwarded-Proto` / `X-Forwarded-Host`. */
+  get origin(): string {
+    if (this.#origin === undefined) {
+      const proto = this.forwardedProto.split(',')[0]?.trim() || 'http';
+      const host = this.forwardedHost.split(',')[0]?.trim() || this.host || 'localhost';
+      this.#origin = `${proto === 'https' ? 'https' : 'http'}://${host}`;
+    }
+    return this.#origin;
+  }
+}
+
+/** The query of a request without one; handlers only read it. */
+const NO_QUERY = new URLSearchParams();
+
 const JSON_TYPE = Object.freeze({ 'Content-Type': 'application/json' });
 const WWW_AUTHENTICATE = { 'WWW-Authenticate': 'Bearer realm="weir"' };
 
-/** Behind a proxy, the address the client used is in `X-Forwarded-Proto` / `X-Forwarded-Host`. */
-function originOf(headers: Record<string, string>): string {
-  const proto = headers['x-forwarded-proto']?.split(',')[0]?.trim() || 'http';
-  const host = headers['x-forwarded-host']?.split(',')[0]?.trim() || headers['host'] || 'localhost';
-  return `${proto === 'https' ? 'https' : 'http'}://${host}`;
-}
-
 function decodeParam(raw: string): string {
+  if (!raw.includes('%')) return raw;
   try {
     return decodeURIComponent(raw);
   } catch {

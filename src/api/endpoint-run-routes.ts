@@ -7,6 +7,7 @@ import {
   REFRESH_MODES,
   type EndpointRunner,
   type Refresh,
+  type RunAnswer,
   type RunRequest,
 } from '../query/endpoints/endpoint-runner.ts';
 import { apiRoute, type ApiRequest, type ApiResponse } from './api-route.ts';
@@ -25,6 +26,10 @@ export interface EndpointRunRoutesDeps {
   readonly maxLimit: number;
 }
 
+function ok(answer: RunAnswer): ApiResponse {
+  return { status: 200, json: answer.json };
+}
+
 /** The fields of a run request (SPEC §4), in the body of a POST or the query string of either method. */
 export const RUN_FIELDS = ['refresh', 'variables', 'debug', 'version', 'limit', 'offset'];
 const MAX_OFFSET = 1_000_000_000;
@@ -38,15 +43,13 @@ const MAX_OFFSET = 1_000_000_000;
  * `debug`). Needs `endpoint:read`.
  */
 export function registerEndpointRunRoutes(app: TemplatedApp, deps: EndpointRunRoutesDeps): void {
-  const run = async (req: ApiRequest, fromBody: JsonObject): Promise<ApiResponse> => {
+  const run = (req: ApiRequest, fromBody: JsonObject): ApiResponse | Promise<ApiResponse> => {
     const { project } = access(deps.catalog, req, 'endpoint:read');
     const endpoint = findEndpoint(deps.catalog, project, req.params[1]!);
-    const request = readRunRequest(
-      { ...fromQueryString(req.query, Object.keys(fromBody)), ...fromBody },
-      deps.maxLimit,
-    );
-    const { resultJson, fields } = await deps.runner.run(endpoint, request);
-    return { status: 200, json: `{${resultJson},${JSON.stringify(fields).slice(1)}` };
+    const fields =
+      req.query.size === 0 ? fromBody : { ...fromQueryString(req.query, Object.keys(fromBody)), ...fromBody };
+    const answer = deps.runner.run(endpoint, readRunRequest(fields, deps.maxLimit));
+    return answer instanceof Promise ? answer.then(ok) : ok(answer);
   };
   for (const prefix of PROJECT_PREFIXES) {
     apiRoute(app, deps, `${prefix}/endpoints/:name/run`, {

@@ -97,31 +97,59 @@ export class BodyTooLargeError extends Error {}
  */
 export function readBody(reply: Reply, contentLength: number | undefined, maxBytes: number): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
-    if (contentLength !== undefined && contentLength > maxBytes) {
-      reject(new BodyTooLargeError());
-      return;
-    }
-    reply.onAbort(() => reject(new Error('client aborted the request')));
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let failed = false;
-    reply.res.onData((chunk, isLast) => {
-      if (failed) return;
-      size += chunk.byteLength;
-      if (size > maxBytes) {
-        failed = true;
-        reject(new BodyTooLargeError());
-        return;
-      }
-      if (isLast && chunks.length === 0) {
-        resolve(Buffer.from(Buffer.from(chunk)));
-        return;
-      }
-      chunks.push(Buffer.from(Buffer.from(chunk)));
-      if (isLast) resolve(Buffer.concat(chunks, size));
+    onBody(reply, contentLength, maxBytes, (err, body, isView) => {
+      if (err) reject(err);
+      else resolve(isView ? Buffer.from(body) : body);
     });
   });
 }
+
+/**
+ * `readBody` for a handler that reads the body at once: `done` is called once, with the body or the error
+ * (BodyTooLargeError, or an Error when the client goes away), possibly before this returns (a Content-Length
+ * over the bound). With `isView` the body is a view of uWS's own memory, valid only until `done` returns:
+ * copy what must outlive it. A body in one chunk (most are) is then never copied.
+ */
+export function onBody(
+  reply: Reply,
+  contentLength: number | undefined,
+  maxBytes: number,
+  done: (err: Error | undefined, body: Buffer, isView: boolean) => void,
+): void {
+  if (contentLength !== undefined && contentLength > maxBytes) {
+    done(new BodyTooLargeError(), EMPTY, false);
+    return;
+  }
+  let settled = false;
+  reply.onAbort(() => {
+    if (settled) return;
+    settled = true;
+    done(new Error('client aborted the request'), EMPTY, false);
+  });
+  let chunks: Buffer[] | undefined;
+  let size = 0;
+  reply.res.onData((chunk, isLast) => {
+    if (settled) return;
+    size += chunk.byteLength;
+    if (size > maxBytes) {
+      settled = true;
+      done(new BodyTooLargeError(), EMPTY, false);
+      return;
+    }
+    if (isLast && chunks === undefined) {
+      settled = true;
+      done(undefined, Buffer.from(chunk), true);
+      return;
+    }
+    (chunks ??= []).push(Buffer.from(Buffer.from(chunk)));
+    if (isLast) {
+      settled = true;
+      done(undefined, Buffer.concat(chunks, size), false);
+    }
+  });
+}
+
+const EMPTY = Buffer.alloc(0);
 
 /** The request headers a handler needs, read synchronously (uWS's `req` is gone after the first await). */
 export function readHeaders(req: HttpRequest, names: readonly string[]): Record<string, string> {

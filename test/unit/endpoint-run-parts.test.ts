@@ -33,6 +33,22 @@ t.test('the cache: bounded in bytes, least recently used first, by endpoint, new
   t.end();
 });
 
+t.test('the cache keeps a new result when every older one was used since; the oldest of them goes', (t) => {
+  const cache = new ResultCache<string>({ maxBytes: 800 });
+  const older = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+  for (const k of older) cache.set(k, 'e', k.toUpperCase(), 100, 1);
+  for (const k of [...older].reverse()) cache.get(k);
+  cache.set('i', 'e', 'I', 100, 1);
+  t.equal(cache.bytes, 800);
+  t.equal(cache.get('i')?.value, 'I', 'the new result stays');
+  t.equal(cache.get('a'), undefined, 'a, the first in, goes: a hit marks its entry, it does not reorder');
+  t.same(
+    older.slice(1).map((k) => cache.get(k)?.value),
+    ['B', 'C', 'D', 'E', 'F', 'G', 'H'],
+  );
+  t.end();
+});
+
 t.test('pages: a literal LIMIT is rewritten, anything else wrapped; the query LIMIT is the ceiling', (t) => {
   const shown = (sql: string, limit?: number, offset?: number) =>
     printDialect(paginate(compileQuery(sql), { limit, offset }).ast);

@@ -41,6 +41,12 @@ t.test('a type from the declared type', (t) => {
   t.same(bound('2026-02-28', 'date'), { type: 'Date', value: '2026-02-28' });
   t.match(bound('2026-02-30', 'date'), /must be a date, YYYY-MM-DD/);
   t.match(bound('2026-2-3', 'date'), /must be a date/);
+  for (const leap of ['2024-02-29', '2000-02-29', '2026-12-31', '2026-04-30']) {
+    t.same(bound(leap, 'date'), { type: 'Date', value: leap }, leap);
+  }
+  for (const none of ['2026-02-29', '2100-02-29', '2026-04-31', '2026-13-01', '2026-00-10', '2026-01-00']) {
+    t.match(bound(none, 'date'), /must be a date/, none);
+  }
   t.same(bound('2026-01-31T12:00:00Z', 'datetime'), {
     type: "DateTime64(6, 'UTC')",
     value: '2026-01-31 12:00:00.000',

@@ -32,15 +32,18 @@ export function bindVariables(
   values: Readonly<Record<string, unknown>>,
   declared: Readonly<Record<string, VariableType>> = {},
 ): Map<string, BoundVariable> {
-  const missing = used.filter((name) => !Object.hasOwn(values, name));
-  if (missing.length > 0) {
+  let missing: string[] | undefined;
+  for (const name of used) if (!Object.hasOwn(values, name)) (missing ??= []).push(name);
+  if (missing) {
     throw new AppError('missing_variable', {
       detail: `Required variable(s) ${missing.map((n) => `'${n}'`).join(', ')} not provided`,
       attr: 'variables',
     });
   }
-  const unknown = Object.keys(values).filter((name) => !used.includes(name));
-  if (unknown.length > 0) {
+  const given = Object.keys(values);
+  if (given.length !== used.length) {
+    // Every used one is given (above): there are others.
+    const unknown = given.filter((name) => !used.includes(name));
     throw new AppError('unknown_variable', {
       detail: `The query uses no variable ${unknown.map((n) => `'${n.slice(0, 64)}'`).join(', ')}; it uses ${
         used.length === 0 ? 'none' : used.map((n) => `'${n}'`).join(', ')
@@ -49,16 +52,19 @@ export function bindVariables(
     });
   }
   const bound = new Map<string, BoundVariable>();
-  used.forEach((name, i) => {
-    const param = /^[A-Za-z0-9_]+$/.test(name) ? `var_${name}` : `var${i}`;
+  for (let i = 0; i < used.length; i++) {
+    const name = used[i]!;
+    const param = PARAM_SAFE.test(name) ? `var_${name}` : `var${i}`;
     const declaredType = Object.hasOwn(declared, name) ? declared[name] : undefined;
     const { type, value } = declaredType
       ? byDeclaredType(name, values[name], declaredType)
       : byValue(name, values[name]);
     bound.set(name, { name, param, type, value });
-  });
+  }
   return bound;
 }
+
+const PARAM_SAFE = /^[A-Za-z0-9_]+$/;
 
 /** The values as dialect literals for the `hogql` debug text. */
 export function inlineValues(bound: ReadonlyMap<string, BoundVariable>): Record<string, InlineValue> {
@@ -155,6 +161,10 @@ function byDeclaredType(
 }
 
 function validDate(y: number, m: number, d: number): boolean {
-  const t = new Date(Date.UTC(y, m - 1, d));
-  return t.getUTCFullYear() === y && t.getUTCMonth() === m - 1 && t.getUTCDate() === d;
+  if (m < 1 || m > 12 || d < 1) return false;
+  if (m !== 2) return d <= DAYS_IN_MONTH[m - 1]!;
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  return d <= (leap ? 29 : 28);
 }
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];

@@ -4,7 +4,7 @@
  * are exactly placeholders of the query. Placeholders come from the resolved tree, never from the text: a
  * `{variables.x}` inside a string literal or a comment is not one.
  */
-import type { EndpointQuery, EndpointVersion, VariableDeclaration } from '../../core/ports.ts';
+import type { EndpointQuery, EndpointVersion, VariableDeclaration, VariableType } from '../../core/ports.ts';
 import { AppError } from '../../errors/app-error.ts';
 import type { Query } from '../dialect/mod.ts';
 import { compileQuery } from '../hogql-query.ts';
@@ -46,6 +46,8 @@ export interface CompiledVersion {
   readonly ast: Query;
   readonly resolved: ResolvedQuery;
   readonly materialization: MaterializationAnalysis;
+  /** The declared type of each variable, by name (what `bindVariables` takes). */
+  readonly declaredTypes: Readonly<Record<string, VariableType>>;
 }
 
 const compiledVersions = new WeakMap<EndpointVersion, CompiledVersion>();
@@ -58,7 +60,9 @@ export function compileVersion(version: EndpointVersion, database?: string): Com
   let compiled = compiledVersions.get(version);
   if (!compiled) {
     const { ast, resolved } = compileQuery(version.query.query, database);
-    compiled = { ast, resolved, materialization: analyseMaterialization(ast) };
+    const declaredTypes: Record<string, VariableType> = {};
+    for (const [name, d] of Object.entries(version.variables)) declaredTypes[name] = d.type;
+    compiled = { ast, resolved, materialization: analyseMaterialization(ast), declaredTypes };
     compiledVersions.set(version, compiled);
   }
   return compiled;

@@ -9,12 +9,12 @@
  * - a deadline: 504 `timeout` when the store has not answered within the run's execution limit (plus a
  *   little), even when the query waited in the store's queue rather than ran.
  *
- * The result part of a response is serialised once, when it is computed; cached answers reuse the text.
+ * An answer is serialised once, when its result is computed: a cached answer is those bytes, sent as they are.
  */
 import type { Endpoint, EndpointVersion, TableReader } from '../../core/ports.ts';
 import { AppError } from '../../errors/app-error.ts';
 import { DEFAULT_LIMITS, type QueryLimits } from '../clickhouse/printer.ts';
-import { bindVariables, type BoundVariable, type VariableType } from '../clickhouse/variables.ts';
+import { bindVariables, type BoundVariable } from '../clickhouse/variables.ts';
 import { runCompiledQuery, Timings, type CompiledQuery, type Timing } from '../hogql-query.ts';
 import { compileVersion } from './definition.ts';
 import { pageRows, paginate, type Page } from './pagination.ts';
@@ -33,10 +33,9 @@ export interface RunRequest {
   readonly offset?: number;
 }
 
-/** A run's answer: the result part as JSON text (`"results":…,"columns":…,"types":…,"hasMore":…`), and the rest. */
-export interface RunResponse {
-  readonly resultJson: string;
-  readonly fields: Record<string, unknown>;
+/** A run's answer: the whole JSON body (SPEC §4). A cached answer is bytes made once and sent as they are. */
+export interface RunAnswer {
+  readonly json: string | Buffer;
 }
 
 export interface EndpointRunnerConfig {
@@ -50,9 +49,18 @@ export interface EndpointRunnerConfig {
   readonly database?: string;
 }
 
-/** A computed result, as cached. */
+/**
+ * A computed result, as cached. `answer` is the whole body of a cached answer as UTF-8 bytes, made once when
+ * the result is computed: `{"results":…,"columns":…,"types":…,"hasMore":…,"name":…,"endpoint_version":…,
+ * "is_cached":true,…}`. Its bytes 1 to 1 + `resultBytes` are the result part, which every other answer of
+ * this result (the run that made it, runs that joined its flight, debug runs) is built around.
+ */
 interface Computed {
-  readonly resultJson: string;
+  readonly answer: Buffer;
+  readonly resultBytes: number;
+  /** The endpoint's name and version the answer names. */
+  readonly name: string;
+  readonly version: number;
   readonly startedAt: number;
   readonly lastRefresh: string;
   readonly hogql: string;
@@ -91,8 +99,12 @@ export class EndpointRunner {
     this.#cache.invalidate(endpointId);
   }
 
-  async run(endpoint: Endpoint, request: RunRequest): Promise<RunResponse> {
-    const clock = new Timings();
+  /**
+   * Runs a version of an endpoint. A cached answer comes back at once, not as a promise: a cached run is the
+   * hot path, and each promise and tick costs it. Bad input throws the AppError at once too.
+   */
+  run(endpoint: Endpoint, request: RunRequest): RunAnswer | Promise<RunAnswer> {
+    const clock = request.debug ? new Timings() : undefined;
     const version = runnableVersion(endpoint, request.version);
     if (request.refresh === 'direct' && !version.isMaterialized) {
       throw new AppError('direct_not_materialized', {
@@ -101,44 +113,46 @@ export class EndpointRunner {
       });
     }
     const compiled = compileVersion(version, this.#database);
-    const bound = bindVariables(compiled.resolved.variables, request.variables, declaredTypes(version));
+    const bound = bindVariables(compiled.resolved.variables, request.variables, compiled.declaredTypes);
     const page: Page = { limit: request.limit, offset: request.offset };
     const key = cacheKey(endpoint, version, bound, page);
 
-    let computed: Computed | undefined;
-    let cached = false;
     if (request.refresh === 'cache') {
       const hit = this.#cache.get(key);
       if (hit && Date.now() - hit.startedAt < endpoint.cacheAgeSeconds * 1000) {
-        computed = hit.value;
-        cached = true;
-        clock.lap('./cache');
-      } else {
-        computed = await this.#flights.get(key);
+        const computed = hit.value;
+        if (clock) {
+          clock.lap('./cache');
+          return { json: answerOf(computed, endpoint.name, true, clock.done()) };
+        }
+        return {
+          json: computed.name === endpoint.name ? computed.answer : answerOf(computed, endpoint.name, true),
+        };
       }
+      const flight = this.#flights.get(key);
+      if (flight)
+        return flight.then((computed) => ({
+          json: answerOf(computed, endpoint.name, false, request.debug ? computed.timings : undefined),
+        }));
     }
-    computed ??= await this.#execute(key, endpoint, paginate(compiled, page), bound, page, clock);
-
-    const fields: Record<string, unknown> = {
-      name: endpoint.name,
-      endpoint_version: version.version,
-      is_cached: cached,
-      last_refresh: computed.lastRefresh,
-      endpoint_materialized: false,
-      endpoint_materialized_at: null,
-    };
-    if (request.debug) {
-      fields['hogql'] = computed.hogql;
-      fields['clickhouse'] = computed.clickhouse;
-      fields['timings'] = cached ? clock.done() : computed.timings;
-    }
-    return { resultJson: computed.resultJson, fields };
+    return this.#execute(
+      key,
+      endpoint,
+      version.version,
+      paginate(compiled, page),
+      bound,
+      page,
+      clock ?? new Timings(),
+    ).then((computed) => ({
+      json: answerOf(computed, endpoint.name, false, request.debug ? computed.timings : undefined),
+    }));
   }
 
   /** Runs the query as the one flight for `key`, and caches what it answers. */
   #execute(
     key: string,
     endpoint: Endpoint,
+    version: number,
     compiled: CompiledQuery,
     bound: ReadonlyMap<string, BoundVariable>,
     page: Page,
@@ -163,10 +177,16 @@ export class EndpointRunner {
     const flight = withDeadline(query, this.#limits).then((result) => {
       const { rows, hasMore } = pageRows(result.results, page);
       const resultJson = `"results":${JSON.stringify(rows)},"columns":${JSON.stringify(result.columns)},"types":${JSON.stringify(result.types)},"hasMore":${hasMore}`;
+      const lastRefresh = new Date(startedAt).toISOString();
+      const tail = `,${JSON.stringify(answerFields(endpoint.name, version, true, lastRefresh)).slice(1)}`;
+      const answer = Buffer.from(`{${resultJson}${tail}`);
       const computed: Computed = {
-        resultJson,
+        answer,
+        resultBytes: answer.length - 1 - Buffer.byteLength(tail),
+        name: endpoint.name,
+        version,
         startedAt,
-        lastRefresh: new Date(startedAt).toISOString(),
+        lastRefresh,
         hogql: result.hogql,
         clickhouse: result.clickhouse,
         timings: result.timings,
@@ -175,7 +195,7 @@ export class EndpointRunner {
         key,
         endpoint.id,
         computed,
-        resultJson.length + result.hogql.length + result.clickhouse.length,
+        answer.length + result.hogql.length + result.clickhouse.length,
         startedAt,
       );
       return computed;
@@ -209,6 +229,35 @@ export class EndpointRunner {
   }
 }
 
+/** The fields of an answer beside the result (SPEC §4), in their order. */
+function answerFields(
+  name: string,
+  version: number,
+  cached: boolean,
+  lastRefresh: string,
+): Record<string, unknown> {
+  return {
+    name,
+    endpoint_version: version,
+    is_cached: cached,
+    last_refresh: lastRefresh,
+    endpoint_materialized: false,
+    endpoint_materialized_at: null,
+  };
+}
+
+/** An answer of a computed result other than its cached answer: another name, not cached, or with debug. */
+function answerOf(computed: Computed, name: string, cached: boolean, timings?: readonly Timing[]): string {
+  const fields = answerFields(name, computed.version, cached, computed.lastRefresh);
+  if (timings) {
+    fields['hogql'] = computed.hogql;
+    fields['clickhouse'] = computed.clickhouse;
+    fields['timings'] = timings;
+  }
+  const result = computed.answer.toString('utf8', 1, 1 + computed.resultBytes);
+  return `{${result},${JSON.stringify(fields).slice(1)}`;
+}
+
 /** The version a run asks for, if it may run: 404 for an inactive endpoint, an unknown or inactive version. */
 function runnableVersion(endpoint: Endpoint, n: number | undefined): EndpointVersion {
   if (!endpoint.isActive) {
@@ -228,12 +277,6 @@ function runnableVersion(endpoint: Endpoint, n: number | undefined): EndpointVer
     });
   }
   return version;
-}
-
-function declaredTypes(version: EndpointVersion): Record<string, VariableType> {
-  const types: Record<string, VariableType> = {};
-  for (const [name, d] of Object.entries(version.variables)) types[name] = d.type;
-  return types;
 }
 
 function cacheKey(

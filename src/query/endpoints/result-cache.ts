@@ -1,6 +1,7 @@
 /**
  * Results of endpoint runs, in memory, bounded in bytes: least recently used entries go first once the
- * bound is reached. An entry is kept whatever its age (each endpoint says how old a result it serves, and
+ * bound is reached (as CLOCK does it: a hit only marks its entry used, which costs a cached run nothing;
+ * the entries are put in order of use when space is needed — a used one moves behind the others, unmarked). An entry is kept whatever its age (each endpoint says how old a result it serves, and
  * may change its mind); it goes when space is needed or its endpoint changes.
  */
 
@@ -13,6 +14,8 @@ export interface CachedResult<T> {
 interface Entry<T> extends CachedResult<T> {
   readonly endpointId: string;
   readonly bytes: number;
+  /** Got since it last moved. */
+  used: boolean;
 }
 
 export interface ResultCacheOptions {
@@ -22,7 +25,7 @@ export interface ResultCacheOptions {
 
 export class ResultCache<T> {
   readonly #maxBytes: number;
-  /** In order of use, least recent first (a Map iterates in insertion order). */
+  /** In order of use, least recent first (a Map iterates in insertion order), but for `used` marks. */
   readonly #entries = new Map<string, Entry<T>>();
   #bytes = 0;
 
@@ -41,10 +44,7 @@ export class ResultCache<T> {
   /** The entry for `key`, marked as just used. */
   get(key: string): CachedResult<T> | undefined {
     const entry = this.#entries.get(key);
-    if (entry) {
-      this.#entries.delete(key);
-      this.#entries.set(key, entry);
-    }
+    if (entry) entry.used = true;
     return entry;
   }
 
@@ -57,11 +57,17 @@ export class ResultCache<T> {
     if (existing && existing.startedAt > startedAt) return;
     if (existing) this.#remove(key, existing);
     if (bytes > this.#maxBytes / 8) return;
-    this.#entries.set(key, { value, startedAt, endpointId, bytes });
+    this.#entries.set(key, { value, startedAt, endpointId, bytes, used: false });
     this.#bytes += bytes;
+    // Ends: a used entry moves once, unmarked, and is met again (a Map's iteration sees what is added).
     for (const [k, e] of this.#entries) {
       if (this.#bytes <= this.#maxBytes) break;
-      this.#remove(k, e);
+      if (k === key) continue;
+      if (e.used) {
+        e.used = false;
+        this.#entries.delete(k);
+        this.#entries.set(k, e);
+      } else this.#remove(k, e);
     }
   }
 
