@@ -7,7 +7,7 @@
  */
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { busMessages, type BusMessage } from '../../src/bus/jetstream/jetstream-bus.ts';
+import { busMessages, headersOf, type BusMessage } from '../../src/bus/jetstream/jetstream-bus.ts';
 import { STREAM, ensureStream } from '../../src/bus/jetstream/streams.ts';
 import { CaptureService } from '../../src/capture/capture-service.ts';
 import { loadConfig } from '../../src/config/config.ts';
@@ -91,7 +91,7 @@ export async function ceilingMessages(mode: Mode): Promise<CeilingMessages> {
       querySentAt: undefined,
     });
   const messages = published.flatMap((batches) =>
-    busMessages(batches, config.busPartitions, MAX_MESSAGE_BYTES),
+    busMessages(batches, config.busPartitions, MAX_MESSAGE_BYTES, config.busCompression),
   );
   const events = published.flat().reduce((n, b) => n + b.events.length, 0);
   return {
@@ -138,7 +138,7 @@ export async function measureCeiling(
         const msgID = String(n).padStart(MSG_ID_LENGTH, '0');
         const sent = performance.now();
         try {
-          await js.publish(m.subject, m.data, { msgID, timeout: 10_000 });
+          await js.publish(m.subject, m.data, { msgID, timeout: 10_000, headers: headersOf(m) });
           latency.recordValue(Math.max(1, Math.round((performance.now() - sent) * 1000)));
           acked++;
           bytes += m.data.byteLength;

@@ -34,11 +34,18 @@ export interface Config {
   readonly natsUrl: string | undefined;
   /**
    * Subject partitions per lane on JetStream (`events.<lane>.<n>`): capture publishes one message per partition
-   * a request's events fall in. Ingest consumes a lane whole, so more partitions only mean smaller messages:
-   * with 16, a 100-event request was 16 messages, and per-message work kept ingest from 20k events/s.
-   * @default 4
+   * a request's events fall in. Ingest consumes a lane whole, so more partitions only mean smaller messages,
+   * and more of them: with 16, a 100-event request was 16 messages, and per-message work kept ingest from
+   * 20k events/s; 4 sustained 27.9k events/s where 1 sustained 32.4k (bench:capture --bus jetstream, one
+   * run each). Raise it for consumers that each take a share of the partitions.
+   * @default 1
    */
   readonly busPartitions: number;
+  /**
+   * `deflate`: a JetStream message of 2 KiB or more is deflated (codec.ts); `none`: plain JSON, which the
+   * `nats` CLI shows as it is. Ingest reads both. @default 'deflate'
+   */
+  readonly busCompression: 'deflate' | 'none';
   /** How long capture waits for JetStream to acknowledge a publish before answering 503. @default 5000 */
   readonly publishTimeoutMs: number;
   /** fdatasync every commit of the embedded store (survives power loss) or not (survives a crash of Weir). @default true */
@@ -102,6 +109,14 @@ const bool: Parser<boolean> = (raw, name) => {
   if (['0', 'false', 'no', 'off'].includes(v)) return false;
   throw new ConfigError(`${name} must be true or false, got '${raw}'`);
 };
+
+function oneOf<T extends string>(values: readonly T[]): Parser<T> {
+  return (raw, name) => {
+    const value = values.find((v) => v === raw.trim().toLowerCase());
+    if (!value) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got '${raw}'`);
+    return value;
+  };
+}
 
 const logLevel: Parser<Config['logLevel']> = (raw, name) => {
   const level = LOG_LEVELS.find((l) => l === raw.trim().toLowerCase());
@@ -171,7 +186,13 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     default: 1_000_000,
   },
   natsUrl: { key: 'natsUrl', env: 'WEIR_NATS_URL', flag: 'nats-url', parse: optStr, default: undefined },
-  busPartitions: { key: 'busPartitions', env: 'WEIR_BUS_PARTITIONS', parse: int(1, 1024), default: 4 },
+  busPartitions: { key: 'busPartitions', env: 'WEIR_BUS_PARTITIONS', parse: int(1, 1024), default: 1 },
+  busCompression: {
+    key: 'busCompression',
+    env: 'WEIR_BUS_COMPRESSION',
+    parse: oneOf(['deflate', 'none'] as const),
+    default: 'deflate',
+  },
   publishTimeoutMs: {
     key: 'publishTimeoutMs',
     env: 'WEIR_PUBLISH_TIMEOUT_MS',

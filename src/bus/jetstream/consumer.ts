@@ -3,7 +3,7 @@ import type { Lane } from '../../core/event.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { EventSink } from '../embedded-bus.ts';
-import { decodeBatch } from './codec.ts';
+import { ENCODING_HEADER, decodeBatch } from './codec.ts';
 import type { NatsLink } from './connection.ts';
 import { CONSUMERS, STREAM } from './streams.ts';
 
@@ -82,7 +82,7 @@ export class LaneConsumer {
     if (m.info.redelivered) this.#deps.metrics.busRedeliveries.inc({ lane });
     let batch;
     try {
-      batch = decodeBatch(m.data);
+      batch = decodeBatch(m.data, m.headers?.get(ENCODING_HEADER));
     } catch (err) {
       // A message that can never be read must not block the lane: terminate it and say so.
       this.#deps.logger.error({ err, seq: m.seq, subject: m.subject }, 'undecodable bus message terminated');

@@ -5,7 +5,8 @@ import type { Metrics } from '../../core/metrics.ts';
 import { partitionOf } from '../../core/partition.ts';
 import type { Bus } from '../../core/ports.ts';
 import { AppError } from '../../errors/app-error.ts';
-import { batchMessageId, encodeBatch } from './codec.ts';
+import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
+import { ENCODING_HEADER, batchJson, batchMessageId, encodeJson, type BusEncoding } from './codec.ts';
 import { NatsLink } from './connection.ts';
 import { ensureStream, subjectOf } from './streams.ts';
 
@@ -13,6 +14,8 @@ export interface JetStreamBusConfig {
   readonly natsUrl: string;
   /** Subject partitions per lane: `events.<lane>.<0..N-1>`. */
   readonly busPartitions: number;
+  /** Whether large messages are deflated (codec.ts). */
+  readonly busCompression: 'deflate' | 'none';
   /** How long a publish may wait for its ack before capture answers 503. @default 5000 */
   readonly publishTimeoutMs: number;
 }
@@ -59,12 +62,16 @@ export class JetStreamBus implements Bus {
     }
     // Leave room for headers under the server's max_payload (1 MiB by default).
     const maxBytes = Math.max(64 * 1024, (this.#link.nc.info?.max_payload ?? 1024 * 1024) - 16 * 1024);
-    const messages = busMessages(batches, this.#config.busPartitions, maxBytes);
+    const messages = busMessages(batches, this.#config.busPartitions, maxBytes, this.#config.busCompression);
     const started = performance.now();
     try {
       await Promise.all(
         messages.map((m) =>
-          this.#js.publish(m.subject, m.data, { msgID: m.msgID, timeout: this.#config.publishTimeoutMs }),
+          this.#js.publish(m.subject, m.data, {
+            msgID: m.msgID,
+            timeout: this.#config.publishTimeoutMs,
+            headers: headersOf(m),
+          }),
         ),
       );
     } catch (err) {
@@ -94,7 +101,16 @@ export interface BusMessage {
   readonly lane: Lane;
   readonly subject: string;
   readonly data: Uint8Array;
+  readonly encoding: BusEncoding;
   readonly msgID: string;
+}
+
+/** The headers a message is published with beside its Nats-Msg-Id: its Content-Encoding, when deflated. */
+export function headersOf(m: BusMessage): MsgHdrs | undefined {
+  if (m.encoding === 'json') return undefined;
+  const h = natsHeaders();
+  h.set(ENCODING_HEADER, m.encoding);
+  return h;
 }
 
 /**
@@ -106,6 +122,7 @@ export function busMessages(
   batches: readonly EventBatch[],
   partitions: number,
   maxBytes: number,
+  compression: 'deflate' | 'none',
 ): BusMessage[] {
   const messages: BusMessage[] = [];
   for (const batch of batches) {
@@ -113,11 +130,13 @@ export function busMessages(
     // (one connection publishes in order, and the historical consumer handles one message at a time).
     const groups = batch.lane === 'historical' ? new Map([[0, batch]]) : splitByPartition(batch, partitions);
     for (const [partition, part] of groups) {
-      for (const chunk of chunkBySize(part, maxBytes)) {
+      for (const [chunk, json] of encodedUnder(part, maxBytes)) {
+        const { data, encoding } = encodeJson(json, compression);
         messages.push({
           lane: batch.lane,
           subject: subjectOf(batch.lane, partition),
-          data: encodeBatch(chunk),
+          data,
+          encoding,
           msgID: batchMessageId(chunk, partition),
         });
       }
@@ -151,23 +170,20 @@ function splitByPartition(batch: EventBatch, partitions: number): Map<number, Ev
   return out;
 }
 
-/** Splits a batch, in order, into pieces whose encoded size stays under `maxBytes`. */
-function chunkBySize(batch: EventBatch, maxBytes: number): EventBatch[] {
-  const chunks: EventBatch[] = [];
-  let events: EventBatch['events'][number][] = [];
-  let size = 256 + JSON.stringify(batch.warnings).length;
-  let warnings = batch.warnings;
-  for (const e of batch.events) {
-    const s = Buffer.byteLength(JSON.stringify(e)) + 1;
-    if (events.length > 0 && size + s > maxBytes) {
-      chunks.push({ lane: batch.lane, events, warnings });
-      events = [];
-      warnings = [];
-      size = 256;
-    }
-    events.push(e);
-    size += s;
-  }
-  if (events.length > 0 || warnings.length > 0) chunks.push({ lane: batch.lane, events, warnings });
-  return chunks;
+/**
+ * A batch as pieces whose JSON stays under `maxBytes`, in order, each with its JSON: the whole batch when it
+ * fits (nearly always), else its halves, split again as needed. A single event over the bound is a piece of
+ * its own (capture's own limits keep it under the server's). Each event is serialised once on the way.
+ */
+function encodedUnder(batch: EventBatch, maxBytes: number): [EventBatch, Buffer][] {
+  const json = batchJson(batch);
+  if (json.length <= maxBytes || batch.events.length <= 1) return [[batch, json]];
+  const half = Math.ceil(batch.events.length / 2);
+  return [
+    ...encodedUnder(
+      { lane: batch.lane, events: batch.events.slice(0, half), warnings: batch.warnings },
+      maxBytes,
+    ),
+    ...encodedUnder({ lane: batch.lane, events: batch.events.slice(half), warnings: [] }, maxBytes),
+  ];
 }

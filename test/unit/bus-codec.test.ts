@@ -1,0 +1,117 @@
+/** The JetStream bus's messages: how a request's batches become messages, and back (codec.ts, busMessages). */
+import t from 'tap';
+import { deflateSync } from 'node:zlib';
+import { batchJson, decodeBatch, encodeJson } from '../../src/bus/jetstream/codec.ts';
+import { busMessages, headersOf } from '../../src/bus/jetstream/jetstream-bus.ts';
+import type { CapturedEvent, EventBatch } from '../../src/core/event.ts';
+import { partitionOf } from '../../src/core/partition.ts';
+
+const event = (i: number, distinctId = `user-${i % 7}`): CapturedEvent => ({
+  projectId: 1,
+  uuid: `00000000-0000-7000-8000-${String(i).padStart(12, '0')}`,
+  event: '$pageview',
+  distinctId,
+  timestamp: 1_767_225_600_000 + i,
+  properties: { $current_url: `https://example.com/p/${i}`, $browser: 'Chrome', n: i },
+  receivedAt: 1_767_225_600_000,
+});
+const warning = {
+  projectId: 1,
+  type: 'event_dropped_missing_distinct_id',
+  source: 'capture' as const,
+  details: { event: 'x' },
+  timestamp: 1_767_225_600_000,
+};
+const batchOf = (n: number, from = 0): EventBatch => ({
+  lane: 'live',
+  events: Array.from({ length: n }, (_, i) => event(from + i)),
+  warnings: [warning],
+});
+
+t.test('a large batch is deflated and reads back the same; a small one stays plain JSON', (t) => {
+  const large = batchOf(100);
+  const json = batchJson(large);
+  const deflated = encodeJson(json, 'deflate');
+  t.equal(deflated.encoding, 'deflate');
+  t.ok(deflated.data.byteLength < json.length / 3, `${deflated.data.byteLength} of ${json.length} bytes`);
+  t.same(decodeBatch(deflated.data, 'deflate'), large);
+
+  const small = batchOf(1);
+  const plain = encodeJson(batchJson(small), 'deflate');
+  t.equal(plain.encoding, 'json', 'under 2 KiB: not worth deflating');
+  t.same(decodeBatch(plain.data, undefined), small);
+  t.same(decodeBatch(plain.data, ''), small, 'an empty header is no encoding');
+
+  const none = encodeJson(json, 'none');
+  t.equal(none.encoding, 'json', 'WEIR_BUS_COMPRESSION=none: plain, whatever the size');
+  t.same(decodeBatch(none.data), large, 'ingest reads plain messages (older ones, or compression off)');
+  t.end();
+});
+
+t.test('a message that cannot be read is an error, not a wrong batch', (t) => {
+  const json = batchJson(batchOf(100));
+  t.throws(() => decodeBatch(json, 'gzip'), /unknown Content-Encoding 'gzip'/);
+  const deflated = Buffer.from(encodeJson(json, 'deflate').data);
+  deflated[deflated.length - 1]! ^= 0xff; // the zlib checksum no longer matches
+  t.throws(() => decodeBatch(deflated, 'deflate'));
+  t.throws(() => decodeBatch(json, 'deflate'), 'plain JSON said to be deflated');
+  t.throws(
+    () => decodeBatch(deflateSync(Buffer.from('{"v":2,"lane":"live","events":[]}')), 'deflate'),
+    /not a Weir event batch/,
+  );
+  t.end();
+});
+
+t.test('busMessages: one message per partition, its Content-Encoding in a header', (t) => {
+  const batch = batchOf(100);
+  const messages = busMessages([batch], 4, 1024 * 1024, 'deflate');
+  t.ok(messages.length > 1 && messages.length <= 4);
+  const seen: CapturedEvent[] = [];
+  for (const m of messages) {
+    const read = decodeBatch(m.data, headersOf(m)?.get('Content-Encoding'));
+    const partitions = new Set(read.events.map((e) => partitionOf(e.projectId, e.distinctId, 4)));
+    t.equal(partitions.size, 1, `${m.subject}: one partition`);
+    t.equal(m.subject, `events.live.${[...partitions][0]}`);
+    seen.push(...read.events);
+  }
+  t.same(seen.map((e) => e.uuid).sort(), batch.events.map((e) => e.uuid).sort(), 'every event once');
+  t.equal(busMessages([batchOf(1)], 4, 1024 * 1024, 'deflate')[0]!.encoding, 'json');
+  t.equal(headersOf(busMessages([batchOf(1)], 4, 1024 * 1024, 'deflate')[0]!), undefined);
+  t.end();
+});
+
+t.test('busMessages: a batch over the size bound is cut in order, each piece under it', (t) => {
+  const batch = batchOf(300);
+  const maxBytes = 8 * 1024;
+  const messages = busMessages([batch], 1, maxBytes, 'deflate');
+  t.ok(messages.length >= Math.ceil(batchJson(batch).length / maxBytes), `${messages.length} pieces`);
+  const read = messages.map((m) => decodeBatch(m.data, m.encoding === 'json' ? undefined : m.encoding));
+  for (const r of read) t.ok(batchJson(r).length <= maxBytes);
+  t.same(
+    read.flatMap((r) => r.events),
+    batch.events,
+    'in order, each event once',
+  );
+  t.same(
+    read.map((r) => r.warnings.length),
+    [1, ...read.slice(1).map(() => 0)],
+    'warnings ride with the first piece',
+  );
+  const again = busMessages([batch], 1, maxBytes, 'deflate');
+  t.same(
+    again.map((m) => m.msgID),
+    messages.map((m) => m.msgID),
+    'the same request makes the same message ids (a retry is deduplicated)',
+  );
+  t.equal(new Set(messages.map((m) => m.msgID)).size, messages.length, 'each piece its own id');
+  t.end();
+});
+
+t.test('historical events stay one ordered sequence, whatever the partitions', (t) => {
+  const batch: EventBatch = { ...batchOf(50), lane: 'historical' };
+  const messages = busMessages([batch], 8, 1024 * 1024, 'none');
+  t.equal(messages.length, 1);
+  t.equal(messages[0]!.subject, 'events.historical.0');
+  t.same(decodeBatch(messages[0]!.data).events, batch.events);
+  t.end();
+});
