@@ -14,10 +14,36 @@ export interface CapturedEvent {
   readonly distinctId: string;
   /** Event time, milliseconds since the epoch, after skew correction and clamping. */
   readonly timestamp: number;
+  /**
+   * The event's properties; but when `propertiesJson` is set, only those of INGEST_PROPERTY_KEYS it has (the
+   * ones ingest reads), the rest being in the text.
+   */
   readonly properties: Record<string, unknown>;
   /** Time capture received the request, milliseconds since the epoch. */
   readonly receivedAt: number;
+  /**
+   * All the properties as JSON text, for an event that came over the JetStream bus: ingest stores the text as
+   * it came rather than parse every property and write it again (codec.ts).
+   */
+  readonly propertiesJson?: string;
 }
+
+/**
+ * The properties ingest reads (persons, groups, person mode). A step that reads another must add it here:
+ * over the bus, `properties` holds only these.
+ */
+export const INGEST_PROPERTY_KEYS: readonly string[] = [
+  '$process_person_profile',
+  '$set',
+  '$set_once',
+  '$unset',
+  '$anon_distinct_id',
+  'alias',
+  '$groups',
+  '$group_type',
+  '$group_key',
+  '$group_set',
+];
 
 /** A problem met while capturing or ingesting an event, stored where a query can read it. */
 export interface IngestionWarning {

@@ -6,7 +6,8 @@ import { chTime } from '../store/clickhouse-store.ts';
 /**
  * The `events` row of a processed event (DESIGN "Store schema"). `properties` and `person_properties` stay
  * objects: the store writes an object given for a String column as its JSON text, in the one serialisation
- * of the row.
+ * of the row. Properties that came over the bus as JSON text are stored as that text (the same text:
+ * capture wrote it with the same JSON.stringify).
  */
 export function eventRow(e: PipelineEvent): Row {
   return {
@@ -16,7 +17,7 @@ export function eventRow(e: PipelineEvent): Row {
     distinct_id: e.distinctId,
     person_id: e.personId,
     timestamp: chTime(e.timestamp),
-    properties: e.properties,
+    properties: e.propertiesJson ?? e.properties,
     person_properties: e.personProperties,
     person_mode: e.personMode,
     $group_0: e.groups[0],

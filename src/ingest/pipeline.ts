@@ -41,6 +41,7 @@ export class Pipeline {
         distinctId: captured.distinctId,
         timestamp: captured.timestamp,
         properties: captured.properties,
+        propertiesJson: captured.propertiesJson,
         receivedAt: captured.receivedAt,
         personId: '',
         personMode: 'full',

@@ -214,6 +214,21 @@ t.test('after ingest stops, the store holds everything exactly once', async (t) 
      WHERE p.id = (SELECT person_id FROM person_distinct_ids FINAL WHERE distinct_id = 'sdk-0-alias')`,
   );
   t.equal(person?.email, 'zero@example.com', 'identify and alias reached the person');
+  // Over the bus an event's properties travel as JSON text beside the few ingest reads (codec.ts).
+  const [props] = await sqlRows<{ i: string; lib: string; keys: string }>(
+    dataDir,
+    `SELECT JSONExtractInt(properties, 'i') AS i, JSONExtractString(properties, '$lib') AS lib,
+       length(JSONExtractKeys(properties)) AS keys
+     FROM events WHERE event = 'sdk via roles' AND JSONExtractInt(properties, 'i') = 7`,
+  );
+  t.equal(String(props?.i), '7', "an event's own property stored");
+  t.equal(props?.lib, 'posthog-node', "the SDK's properties stored beside it");
+  t.ok(Number(props?.keys) > 3, `all its properties stored (${props?.keys} keys)`);
+  const [group] = await sqlRows<{ name: string }>(
+    dataDir,
+    `SELECT JSONExtractString(properties, 'name') AS name FROM groups FINAL WHERE group_key = 'acme'`,
+  );
+  t.equal(group?.name, 'Acme', '$group_set reached the group');
 
   t.same(await storedCounts(dataDir, 'two captures'), { rows: 4_000, uuids: 4_000, final: 4_000 });
   const stored = await storedUuids(dataDir, 'two captures');

@@ -22,6 +22,15 @@ const warning = {
   details: { event: 'x' },
   timestamp: 1_767_225_600_000,
 };
+/** A batch read from the bus with each event's properties parsed back from their text. */
+const expanded = (batch: EventBatch): EventBatch => ({
+  ...batch,
+  events: batch.events.map(({ propertiesJson, ...e }) => ({
+    ...e,
+    properties:
+      propertiesJson === undefined ? e.properties : (JSON.parse(propertiesJson) as Record<string, unknown>),
+  })),
+});
 const batchOf = (n: number, from = 0): EventBatch => ({
   lane: 'live',
   events: Array.from({ length: n }, (_, i) => event(from + i)),
@@ -34,17 +43,17 @@ t.test('a large batch is deflated and reads back the same; a small one stays pla
   const deflated = encodeJson(json, 'deflate');
   t.equal(deflated.encoding, 'deflate');
   t.ok(deflated.data.byteLength < json.length / 3, `${deflated.data.byteLength} of ${json.length} bytes`);
-  t.same(decodeBatch(deflated.data, 'deflate'), large);
+  t.same(expanded(decodeBatch(deflated.data, 'deflate')), large);
 
   const small = batchOf(1);
   const plain = encodeJson(batchJson(small), 'deflate');
   t.equal(plain.encoding, 'json', 'under 2 KiB: not worth deflating');
-  t.same(decodeBatch(plain.data, undefined), small);
-  t.same(decodeBatch(plain.data, ''), small, 'an empty header is no encoding');
+  t.same(expanded(decodeBatch(plain.data, undefined)), small);
+  t.same(expanded(decodeBatch(plain.data, '')), small, 'an empty header is no encoding');
 
   const none = encodeJson(json, 'none');
   t.equal(none.encoding, 'json', 'WEIR_BUS_COMPRESSION=none: plain, whatever the size');
-  t.same(decodeBatch(none.data), large, 'ingest reads plain messages (older ones, or compression off)');
+  t.same(expanded(decodeBatch(none.data)), large, 'ingest reads plain messages (compression off)');
   t.end();
 });
 
@@ -56,7 +65,7 @@ t.test('a message that cannot be read is an error, not a wrong batch', (t) => {
   t.throws(() => decodeBatch(deflated, 'deflate'));
   t.throws(() => decodeBatch(json, 'deflate'), 'plain JSON said to be deflated');
   t.throws(
-    () => decodeBatch(deflateSync(Buffer.from('{"v":2,"lane":"live","events":[]}')), 'deflate'),
+    () => decodeBatch(deflateSync(Buffer.from('{"v":3,"lane":"live","events":[]}')), 'deflate'),
     /not a Weir event batch/,
   );
   t.end();
@@ -68,7 +77,7 @@ t.test('busMessages: one message per partition, its Content-Encoding in a header
   t.ok(messages.length > 1 && messages.length <= 4);
   const seen: CapturedEvent[] = [];
   for (const m of messages) {
-    const read = decodeBatch(m.data, headersOf(m)?.get('Content-Encoding'));
+    const read = expanded(decodeBatch(m.data, headersOf(m)?.get('Content-Encoding')));
     const partitions = new Set(read.events.map((e) => partitionOf(e.projectId, e.distinctId, 4)));
     t.equal(partitions.size, 1, `${m.subject}: one partition`);
     t.equal(m.subject, `events.live.${[...partitions][0]}`);
@@ -88,7 +97,7 @@ t.test('busMessages: a batch over the size bound is cut in order, each piece und
   const read = messages.map((m) => decodeBatch(m.data, m.encoding === 'json' ? undefined : m.encoding));
   for (const r of read) t.ok(batchJson(r).length <= maxBytes);
   t.same(
-    read.flatMap((r) => r.events),
+    read.flatMap((r) => expanded(r).events),
     batch.events,
     'in order, each event once',
   );
@@ -112,6 +121,38 @@ t.test('historical events stay one ordered sequence, whatever the partitions', (
   const messages = busMessages([batch], 8, 1024 * 1024, 'none');
   t.equal(messages.length, 1);
   t.equal(messages[0]!.subject, 'events.historical.0');
-  t.same(decodeBatch(messages[0]!.data).events, batch.events);
+  t.same(expanded(decodeBatch(messages[0]!.data)).events, batch.events);
+  t.end();
+});
+
+t.test('over the bus, properties are JSON text beside the few ingest reads; version 1 is still read', (t) => {
+  const e = {
+    ...event(1),
+    properties: {
+      $browser: 'Chrome',
+      $set: { plan: 'pro' },
+      $groups: { company: 'acme' },
+      $process_person_profile: true,
+      nested: { a: [1, 'two'] },
+    },
+  };
+  const read = decodeBatch(batchJson({ lane: 'live', events: [e], warnings: [] })).events[0]!;
+  t.same(
+    read.properties,
+    { $process_person_profile: true, $set: { plan: 'pro' }, $groups: { company: 'acme' } },
+    'only the keys of INGEST_PROPERTY_KEYS the event has',
+  );
+  t.equal(
+    read.propertiesJson,
+    JSON.stringify(e.properties),
+    'the text capture wrote: the row stores it as is',
+  );
+  const again = decodeBatch(batchJson({ lane: 'live', events: [read], warnings: [] })).events[0]!;
+  t.same(again, read, 'a batch read from the bus is written again unchanged (its text is not re-made)');
+
+  const v1 = Buffer.from(JSON.stringify({ v: 1, lane: 'live', events: [e], warnings: [] }));
+  const old = decodeBatch(v1).events[0]!;
+  t.same(old, e, 'version 1: properties as values');
+  t.equal(old.propertiesJson, undefined);
   t.end();
 });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { constants, deflateSync, inflateSync } from 'node:zlib';
-import type { EventBatch } from '../../core/event.ts';
-import { LANES } from '../../core/event.ts';
+import type { CapturedEvent, EventBatch } from '../../core/event.ts';
+import { INGEST_PROPERTY_KEYS, LANES } from '../../core/event.ts';
 
 /**
  * One JetStream message carries a micro-batch: the events of one lane and one partition from one capture
@@ -14,7 +14,7 @@ import { LANES } from '../../core/event.ts';
  * `WEIR_BUS_COMPRESSION=none` publishes plain JSON, readable with the `nats` CLI; ingest reads both.
  */
 interface Wire {
-  v: 1;
+  v: 1 | 2;
   lane: EventBatch['lane'];
   events: EventBatch['events'];
   warnings: EventBatch['warnings'];
@@ -31,10 +31,32 @@ export const DEFLATE_FROM_BYTES = 2048;
 /** The most a deflated message may inflate to (a batch is under the server's max_payload as JSON anyway). */
 const MAX_INFLATED_BYTES = 256 * 1024 * 1024;
 
-/** A batch as the JSON of a message, before any compression. */
+/**
+ * A batch as the JSON of a message, before any compression. Version 2: each event's properties travel as
+ * JSON text (`propertiesJson`), beside the few that ingest reads as values (`properties`, see
+ * INGEST_PROPERTY_KEYS). Ingest then parses a string instead of every property, and stores the text as it
+ * is: its decode and row encode took 4.5 → 3.7 µs an event for small events, 11.5 → 6.4 µs for events of 40
+ * properties (a microbenchmark of the round trip). Version 1 (properties as values) is still read.
+ */
 export function batchJson(batch: EventBatch): Buffer {
-  const wire: Wire = { v: 1, lane: batch.lane, events: batch.events, warnings: batch.warnings };
+  const wire: Wire = { v: 2, lane: batch.lane, events: batch.events.map(onWire), warnings: batch.warnings };
   return Buffer.from(JSON.stringify(wire));
+}
+
+function onWire(e: CapturedEvent): CapturedEvent {
+  if (e.propertiesJson !== undefined) return e; // read from the bus already
+  const read: Record<string, unknown> = {};
+  for (const key of INGEST_PROPERTY_KEYS) if (Object.hasOwn(e.properties, key)) read[key] = e.properties[key];
+  return {
+    projectId: e.projectId,
+    uuid: e.uuid,
+    event: e.event,
+    distinctId: e.distinctId,
+    timestamp: e.timestamp,
+    receivedAt: e.receivedAt,
+    properties: read,
+    propertiesJson: JSON.stringify(e.properties),
+  };
 }
 
 /** A message's bytes from its batch's JSON: deflated when that gains (`compression` permitting). */
@@ -56,7 +78,7 @@ export function decodeBatch(data: Uint8Array, encoding?: string): EventBatch {
   else if (encoding !== undefined && encoding !== '')
     throw new Error(`unknown Content-Encoding '${encoding.slice(0, 64)}'`);
   const wire = JSON.parse(bytes.toString('utf8')) as Wire;
-  if (wire.v !== 1 || !LANES.includes(wire.lane) || !Array.isArray(wire.events)) {
+  if ((wire.v !== 1 && wire.v !== 2) || !LANES.includes(wire.lane) || !Array.isArray(wire.events)) {
     throw new Error('not a Weir event batch (unknown version or shape)');
   }
   return { lane: wire.lane, events: wire.events, warnings: wire.warnings ?? [] };
