@@ -5,6 +5,9 @@
  */
 import t from 'tap';
 import { PostHog } from 'posthog-node';
+import { connect } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { metricValue } from '../helpers/roles.ts';
 import { startNatsServer } from '../helpers/nats-server.ts';
 import { PROJECT_API_KEY, post, startTestWeir, waitFor } from '../helpers/weir.ts';
 
@@ -95,3 +98,36 @@ t.test('a historical migration through JetStream keeps its order', async (t) => 
     'stored in the order they were sent',
   );
 });
+
+t.test(
+  'a message in a format this ingest does not read stays in the stream; a damaged one goes',
+  async (t) => {
+    const nc = await connect({ servers: nats.url });
+    t.teardown(() => nc.close());
+    const jsm = await jetstreamManager(nc);
+    const stored = async (): Promise<{ messages: number; first: number }> => {
+      const { state } = await jsm.streams.info('EVENTS');
+      return { messages: state.messages, first: state.first_seq };
+    };
+    await waitFor(
+      async () => ((await stored()).messages === 0 ? true : undefined),
+      15_000,
+      'the stream empty',
+    );
+    const js = jetstream(nc);
+    // A later Weir's batch (version 9), then bytes no Weir wrote.
+    const later = await js.publish('events.live.0', Buffer.from('{"v":9,"lane":"live","events":[]}'));
+    await js.publish('events.live.0', Buffer.from('not a batch'));
+    const naks = async (): Promise<number> =>
+      metricValue(await (await fetch(`${w.url}/metrics`)).text(), 'weir_bus_nak_total', 'lane="live"');
+    const left = await waitFor(
+      async () => {
+        const s = await stored();
+        return s.messages === 1 && (await naks()) >= 1 ? s : undefined;
+      },
+      15_000,
+      'the damaged message terminated, the later one handed back',
+    );
+    t.equal(left.first, later.seq, 'the message in a later format is still in the stream');
+  },
+);

@@ -1,7 +1,7 @@
 /** The JetStream bus's messages: how a request's batches become messages, and back (codec.ts, busMessages). */
 import t from 'tap';
 import { deflateSync } from 'node:zlib';
-import { batchJson, decodeBatch, encodeJson } from '../../src/bus/jetstream/codec.ts';
+import { UnknownFormatError, batchJson, decodeBatch, encodeJson } from '../../src/bus/jetstream/codec.ts';
 import { busMessages, headersOf } from '../../src/bus/jetstream/jetstream-bus.ts';
 import type { CapturedEvent, EventBatch } from '../../src/core/event.ts';
 import { partitionOf } from '../../src/core/partition.ts';
@@ -57,19 +57,41 @@ t.test('a large batch is deflated and reads back the same; a small one stays pla
   t.end();
 });
 
-t.test('a message that cannot be read is an error, not a wrong batch', (t) => {
-  const json = batchJson(batchOf(100));
-  t.throws(() => decodeBatch(json, 'gzip'), /unknown Content-Encoding 'gzip'/);
-  const deflated = Buffer.from(encodeJson(json, 'deflate').data);
-  deflated[deflated.length - 1]! ^= 0xff; // the zlib checksum no longer matches
-  t.throws(() => decodeBatch(deflated, 'deflate'));
-  t.throws(() => decodeBatch(json, 'deflate'), 'plain JSON said to be deflated');
-  t.throws(
-    () => decodeBatch(deflateSync(Buffer.from('{"v":3,"lane":"live","events":[]}')), 'deflate'),
-    /not a Weir event batch/,
-  );
-  t.end();
-});
+t.test(
+  'a damaged message is an Error; one in a format this Weir does not know, an UnknownFormatError',
+  (t) => {
+    const unknown = (f: () => unknown, label: string): void => {
+      try {
+        f();
+        t.fail(`${label}: read`);
+      } catch (err) {
+        t.ok(err instanceof UnknownFormatError, `${label}: ${String(err)}`);
+      }
+    };
+    const damaged = (f: () => unknown, label: string): void => {
+      try {
+        f();
+        t.fail(`${label}: read`);
+      } catch (err) {
+        t.ok(err instanceof Error && !(err instanceof UnknownFormatError), `${label}: ${String(err)}`);
+      }
+    };
+    const json = batchJson(batchOf(100));
+    unknown(() => decodeBatch(json, 'gzip'), 'an encoding it does not know');
+    unknown(
+      () => decodeBatch(deflateSync(Buffer.from('{"v":3,"lane":"live","events":[],"more":1}')), 'deflate'),
+      'a later version',
+    );
+    const deflated = Buffer.from(encodeJson(json, 'deflate').data);
+    deflated[deflated.length - 1]! ^= 0xff; // the zlib checksum no longer matches
+    damaged(() => decodeBatch(deflated, 'deflate'), 'a bad checksum');
+    damaged(() => decodeBatch(json, 'deflate'), 'plain JSON said to be deflated');
+    damaged(() => decodeBatch(Buffer.from('{"v":2,"lane":"live","eve')), 'cut short');
+    damaged(() => decodeBatch(Buffer.from('{"v":1,"lane":"nowhere","events":[]}')), 'no such lane');
+    damaged(() => decodeBatch(Buffer.from('[1,2]')), 'not a batch');
+    t.end();
+  },
+);
 
 t.test('busMessages: one message per partition, its Content-Encoding in a header', (t) => {
   const batch = batchOf(100);

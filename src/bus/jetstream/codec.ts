@@ -71,13 +71,27 @@ export function encodeJson(
     : { data: json, encoding: 'json' };
 }
 
-/** The batch in a message; `encoding` is its `Content-Encoding` header (none: plain JSON). */
+/**
+ * A message in a format this version of Weir does not know — a newer capture's, most likely. Unlike a
+ * damaged message it may well be good: ingest leaves it in the stream for an ingest that reads it.
+ */
+export class UnknownFormatError extends Error {
+  override readonly name = 'UnknownFormatError';
+}
+
+/**
+ * The batch in a message; `encoding` is its `Content-Encoding` header (none: plain JSON). Throws
+ * UnknownFormatError for an encoding or version it does not know, another Error for a damaged message.
+ */
 export function decodeBatch(data: Uint8Array, encoding?: string): EventBatch {
   let bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   if (encoding === 'deflate') bytes = inflateSync(bytes, { maxOutputLength: MAX_INFLATED_BYTES });
   else if (encoding !== undefined && encoding !== '')
-    throw new Error(`unknown Content-Encoding '${encoding.slice(0, 64)}'`);
+    throw new UnknownFormatError(`unknown Content-Encoding '${encoding.slice(0, 64)}'`);
   const wire = JSON.parse(bytes.toString('utf8')) as Wire;
+  if (typeof wire === 'object' && wire !== null && typeof wire.v === 'number' && wire.v > 2) {
+    throw new UnknownFormatError(`event batch version ${wire.v}; this Weir reads versions 1 and 2`);
+  }
   if ((wire.v !== 1 && wire.v !== 2) || !LANES.includes(wire.lane) || !Array.isArray(wire.events)) {
     throw new Error('not a Weir event batch (unknown version or shape)');
   }

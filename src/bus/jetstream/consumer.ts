@@ -3,11 +3,13 @@ import type { Lane } from '../../core/event.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { EventSink } from '../embedded-bus.ts';
-import { ENCODING_HEADER, decodeBatch } from './codec.ts';
+import { ENCODING_HEADER, UnknownFormatError, decodeBatch } from './codec.ts';
 import type { NatsLink } from './connection.ts';
 import { CONSUMERS, STREAM } from './streams.ts';
 
 const ACK_TIMEOUT_MS = 2000;
+/** How long a message in an unknown format waits before it is offered again. */
+const UNKNOWN_FORMAT_DELAY_MS = 30_000;
 
 export interface LaneConsumerConfig {
   /** The consumer's ack wait: a batch still being handled is reported in progress well within it. */
@@ -84,7 +86,17 @@ export class LaneConsumer {
     try {
       batch = decodeBatch(m.data, m.headers?.get(ENCODING_HEADER));
     } catch (err) {
-      // A message that can never be read must not block the lane: terminate it and say so.
+      if (err instanceof UnknownFormatError) {
+        // A newer capture's message, most likely: it stays in the stream, for an ingest that reads it.
+        this.#deps.metrics.busNaks.inc({ lane });
+        this.#deps.logger.error(
+          { err, seq: m.seq, subject: m.subject, delayMs: UNKNOWN_FORMAT_DELAY_MS },
+          'bus message in a format this ingest does not read (upgrade ingest before capture); left in the stream',
+        );
+        m.nak(UNKNOWN_FORMAT_DELAY_MS);
+        return;
+      }
+      // A damaged message can never be read and must not block the lane: terminate it and say so.
       this.#deps.logger.error({ err, seq: m.seq, subject: m.subject }, 'undecodable bus message terminated');
       m.term();
       return;
