@@ -172,18 +172,21 @@ function splitByPartition(batch: EventBatch, partitions: number): Map<number, Ev
 
 /**
  * A batch as pieces whose JSON stays under `maxBytes`, in order, each with its JSON: the whole batch when it
- * fits (nearly always), else its halves, split again as needed. A single event over the bound is a piece of
- * its own (capture's own limits keep it under the server's). Each event is serialised once on the way.
+ * fits (nearly always), else as many even pieces as its size says (with a margin), any still over the bound
+ * cut again. A single event over the bound is a piece of its own (capture's own limits keep it under the
+ * server's). So a batch is serialised about twice when it is cut, once when it is not.
  */
 function encodedUnder(batch: EventBatch, maxBytes: number): [EventBatch, Buffer][] {
   const json = batchJson(batch);
   if (json.length <= maxBytes || batch.events.length <= 1) return [[batch, json]];
-  const half = Math.ceil(batch.events.length / 2);
-  return [
-    ...encodedUnder(
-      { lane: batch.lane, events: batch.events.slice(0, half), warnings: batch.warnings },
-      maxBytes,
-    ),
-    ...encodedUnder({ lane: batch.lane, events: batch.events.slice(half), warnings: [] }, maxBytes),
-  ];
+  const pieces = Math.min(batch.events.length, Math.ceil((json.length / maxBytes) * 1.1));
+  const per = Math.ceil(batch.events.length / pieces);
+  const out: [EventBatch, Buffer][] = [];
+  for (let i = 0; i < batch.events.length; i += per) {
+    const events = batch.events.slice(i, i + per);
+    out.push(
+      ...encodedUnder({ lane: batch.lane, events, warnings: i === 0 ? batch.warnings : [] }, maxBytes),
+    );
+  }
+  return out;
 }
