@@ -24,6 +24,7 @@ import { machineInfo, weirRevision } from '../capture/results.ts';
 import { REPO_ROOT, freePort, spawnTracked, stopChild, waitUntilReady } from '../capture/child-processes.ts';
 import { generate } from '../query/dataset.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
+import { runWrk, wrkAvailable } from './wrk.ts';
 
 const quick = process.argv.includes('--quick');
 const KEY = 'phx_bench_endpoints_0000000000000000000000000';
@@ -137,6 +138,36 @@ try {
     process.stderr.write(`${JSON.stringify(row)}\n`);
   };
 
+  /** The same cached run by wrk's callers (wrk.ts), when wrk is installed: cheaper callers, same cores. */
+  const loadWrk = async (body: object, target: { url: string; server: Row['server'] }): Promise<void> => {
+    const cpu0 = process.cpuUsage();
+    const r = await runWrk({
+      url: target.url,
+      body: JSON.stringify(body),
+      headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
+      connections: 50,
+      seconds: quick ? 3 : 10,
+    });
+    const cpu = process.cpuUsage(cpu0);
+    const row: Row = {
+      server: target.server,
+      scenario: 'cached, wrk callers',
+      callers: 50,
+      requests: r.requests,
+      p50: r.p50,
+      p99: r.p99,
+      max: r.max,
+      perSecond: r.perSecond,
+      callerCpu: Number.NaN,
+      weirCpu: target.server === 'Weir' ? (cpu.user + cpu.system) / 1e6 / r.seconds : Number.NaN,
+      statuses: r.non2xx > 0 ? { '2xx': r.requests - r.non2xx, other: r.non2xx } : { '2xx': r.requests },
+    };
+    rows.push(row);
+    process.stderr.write(`${JSON.stringify(row)}\n`);
+  };
+  const withWrk = wrkAvailable();
+  if (!withWrk) process.stderr.write('wrk is not installed: no rows with wrk callers\n');
+
   const cachedBody = { variables: RANGES['10M'] };
   const cachedRequests = quick ? 10_000 : 50_000;
   // The ceiling, as capture's benchmark measures one: a bare uWS server that reads each request whole and
@@ -168,11 +199,13 @@ try {
     };
     await load('cached', cachedBody, 1, cachedRequests / 5, target);
     await load('cached', cachedBody, 50, cachedRequests, target);
+    if (withWrk) await loadWrk(cachedBody, target);
   } finally {
     await stopChild(bare, 5000);
   }
   await load('cached', cachedBody, 1, cachedRequests / 5);
   await load('cached', cachedBody, 50, cachedRequests);
+  if (withWrk) await loadWrk(cachedBody, { url: runUrl, server: 'Weir' });
   for (const size of ['1M', '10M'] as const) {
     const body = { variables: RANGES[size], refresh: 'force' };
     const heavy = size === '10M' && !quick;
@@ -253,10 +286,12 @@ if (!quick) writeFileSync(join(REPO_ROOT, 'bench/results/endpoints.md'), report)
 
 function markdown(): string {
   const ms = (x: number): string => (x < 10 ? x.toFixed(2) : x.toFixed(0));
-  const cached = (server: Row['server'], callers: number): Row | undefined =>
-    rows.find((r) => r.server === server && r.scenario === 'cached' && r.callers === callers);
+  const cached = (server: Row['server'], callers: number, scenario = 'cached'): Row | undefined =>
+    rows.find((r) => r.server === server && r.scenario === scenario && r.callers === callers);
   const cached50 = cached('Weir', 50);
   const bare50 = cached('bare uWS', 50);
+  const wrkWeir = cached('Weir', 50, 'cached, wrk callers');
+  const wrkBare = cached('bare uWS', 50, 'cached, wrk callers');
   const cpu = (x: number): string => (Number.isNaN(x) ? '–' : x.toFixed(2));
   const lines = [
     '# Endpoint runs',
@@ -267,13 +302,15 @@ function markdown(): string {
     'Weir (embedded chDB) in the benchmark process; callers in another process, closed loop over keep-alive HTTP.',
     'The ceiling, "bare uWS": a uWebSockets.js server that reads each request whole and answers with the bytes of',
     "the cached run's answer, doing nothing else, measured by the same callers in the same run (Weir idle meanwhile).",
+    `Rows "cached, wrk callers" (when \`wrk\` is installed): the same cached run by \`wrk -t1 -c50 --latency\` for ${quick ? 3 : 10} s,`,
+    'a C load generator that spends less CPU per request than the Node callers, on the same two cores.',
     `Query: \`${QUERY.replace(/\s+/g, ' ')}\`, over ~1M or ~10M events of project 1 (of ${GENERATED.toLocaleString('en')} generated, merged).`,
     '',
     '| server | scenario | callers | requests | p50 ms | p99 ms | max ms | runs/s | Weir cpu | callers cpu | statuses |',
     '| --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.server} | ${r.scenario} | ${r.callers} | ${r.requests} | ${ms(r.p50)} | ${ms(r.p99)} | ${ms(r.max)} | ${r.perSecond.toFixed(0)} | ${cpu(r.weirCpu)} | ${r.callerCpu.toFixed(2)} | ${JSON.stringify(r.statuses)} |`,
+        `| ${r.server} | ${r.scenario} | ${r.callers} | ${r.requests} | ${ms(r.p50)} | ${ms(r.p99)} | ${ms(r.max)} | ${r.perSecond.toFixed(0)} | ${cpu(r.weirCpu)} | ${cpu(r.callerCpu)} | ${JSON.stringify(r.statuses)} |`,
     ),
     '',
     overhead
@@ -286,6 +323,10 @@ function markdown(): string {
           ? `; the bare uWS ceiling's p99 with the same callers: ${ms(bare50.p99)} ms. Cached runs/s ÷ bare: ` +
             `${((cached50.perSecond / bare50.perSecond) * 100).toFixed(1)}%.`
           : '.')
+      : '',
+    wrkWeir && wrkBare
+      ? `With wrk's callers: Weir's cached run p99 ${ms(wrkWeir.p99)} ms at ${wrkWeir.perSecond.toFixed(0)} runs/s; ` +
+        `bare uWS p99 ${ms(wrkBare.p99)} ms at ${wrkBare.perSecond.toFixed(0)} req/s.`
       : '',
     '',
     'Direct runs at 50 callers queue for the store (chDB runs one query at a time), so their latency is the queue.',
