@@ -1,8 +1,9 @@
 /**
  * Results of endpoint runs, in memory, bounded in bytes: least recently used entries go first once the
- * bound is reached (as CLOCK does it: a hit only marks its entry used, which costs a cached run nothing;
- * the entries are put in order of use when space is needed — a used one moves behind the others, unmarked). An entry is kept whatever its age (each endpoint says how old a result it serves, and
- * may change its mind); it goes when space is needed or its endpoint changes.
+ * bound is reached. As CLOCK does it: a hit only marks its entry used, which costs a cached run nothing,
+ * and the entries are put in order of use when space is needed (a used one moves behind the others,
+ * unmarked). An entry is kept whatever its age (each endpoint says how old a result it serves, and may
+ * change its mind); it goes when space is needed or its endpoint changes.
  */
 
 export interface CachedResult<T> {
