@@ -118,11 +118,7 @@ function oneOf<T extends string>(values: readonly T[]): Parser<T> {
   };
 }
 
-const logLevel: Parser<Config['logLevel']> = (raw, name) => {
-  const level = LOG_LEVELS.find((l) => l === raw.trim().toLowerCase());
-  if (!level) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got '${raw}'`);
-  return level;
-};
+const logLevel: Parser<Config['logLevel']> = oneOf(LOG_LEVELS);
 
 const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
   host: { key: 'host', env: 'WEIR_HOST', flag: 'host', parse: str, default: '127.0.0.1' },

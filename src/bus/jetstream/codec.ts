@@ -47,16 +47,7 @@ function onWire(e: CapturedEvent): CapturedEvent {
   if (e.propertiesJson !== undefined) return e; // read from the bus already
   const read: Record<string, unknown> = {};
   for (const key of INGEST_PROPERTY_KEYS) if (Object.hasOwn(e.properties, key)) read[key] = e.properties[key];
-  return {
-    projectId: e.projectId,
-    uuid: e.uuid,
-    event: e.event,
-    distinctId: e.distinctId,
-    timestamp: e.timestamp,
-    receivedAt: e.receivedAt,
-    properties: read,
-    propertiesJson: JSON.stringify(e.properties),
-  };
+  return { ...e, properties: read, propertiesJson: JSON.stringify(e.properties) };
 }
 
 /** A message's bytes from its batch's JSON: deflated when that gains (`compression` permitting). */

@@ -130,10 +130,7 @@ export class EndpointRunner {
         };
       }
       const flight = this.#flights.get(key);
-      if (flight)
-        return flight.then((computed) => ({
-          json: answerOf(computed, endpoint.name, false, request.debug ? computed.timings : undefined),
-        }));
+      if (flight) return flight.then((c) => uncachedAnswer(c, endpoint.name, request.debug));
     }
     return this.#execute(
       key,
@@ -143,9 +140,7 @@ export class EndpointRunner {
       bound,
       page,
       clock ?? new Timings(),
-    ).then((computed) => ({
-      json: answerOf(computed, endpoint.name, false, request.debug ? computed.timings : undefined),
-    }));
+    ).then((c) => uncachedAnswer(c, endpoint.name, request.debug));
   }
 
   /** Runs the query as the one flight for `key`, and caches what it answers. */
@@ -244,6 +239,11 @@ function answerFields(
     endpoint_materialized: false,
     endpoint_materialized_at: null,
   };
+}
+
+/** The answer of a result a run computed, or waited for while another run computed it: not cached. */
+function uncachedAnswer(computed: Computed, name: string, debug: boolean): RunAnswer {
+  return { json: answerOf(computed, name, false, debug ? computed.timings : undefined) };
 }
 
 /** An answer of a computed result other than its cached answer: another name, not cached, or with debug. */
