@@ -154,3 +154,13 @@ t.test('after ingest stops, every event is stored exactly once', async (t) => {
   );
   t.same(await storedCounts(dataDir, 'frozen'), { rows: 1, uuids: 1, final: 1 }, 'the timed-out event once');
 });
+
+t.test('capture stopped while NATS is down still shuts down cleanly', async (t) => {
+  await nats.stop();
+  await waitFor(
+    async () => ((await readyStatus(capture)) === 503 ? true : undefined),
+    15_000,
+    'capture to see NATS gone',
+  );
+  t.equal(await capture.stop(), 0, 'exits 0: draining needs no server when there is none');
+});

@@ -87,7 +87,14 @@ export class NatsLink {
 
   /** Flushes what is buffered (acks, publishes) and closes. */
   async close(): Promise<void> {
-    if (!this.nc.isClosed() && !this.nc.isDraining()) await this.nc.drain();
+    if (!this.nc.isClosed() && !this.nc.isDraining()) {
+      try {
+        await this.nc.drain();
+      } catch {
+        // Draining needs the server (it refuses while disconnected); without one there is nothing to flush.
+        if (!this.nc.isClosed()) await this.nc.close();
+      }
+    }
     await this.#watching;
   }
 
