@@ -4,7 +4,7 @@
  * same handle so a scenario never asks which one it is measuring.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -72,7 +72,18 @@ export function cleanEnv(): Record<string, string> {
   return env;
 }
 
-function collectLog(child: ChildProcess): () => ServerLog {
+/**
+ * Counts a server's warn/error log lines and keeps a few. With `BENCH_SERVER_LOG_DIR` set, everything the
+ * server writes also goes to `DIR/NAME-PID.log` (for `--trace-gc` and the like in BENCH_WEIR_NODE_ARGS).
+ */
+function collectLog(name: string, child: ChildProcess): () => ServerLog {
+  const dir = process.env['BENCH_SERVER_LOG_DIR'];
+  if (dir) {
+    const file = createWriteStream(join(dir, `${name}-${child.pid ?? 'unknown'}.log`));
+    child.stdout?.pipe(file, { end: false });
+    child.stderr?.pipe(file, { end: false });
+    child.once('exit', () => file.end());
+  }
   let warnings = 0;
   const samples: string[] = [];
   let rest = '';
@@ -113,7 +124,7 @@ export async function startServer(
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const log = collectLog(child);
+  const log = collectLog(name, child);
   const baseUrl = `http://${HOST}:${port}`;
   try {
     await waitUntilReady(`${baseUrl}${readyPath}`, child, READY_TIMEOUT_MS);
