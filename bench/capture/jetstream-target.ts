@@ -126,11 +126,12 @@ function compose(p: Parts): JetStreamWeir {
         readWeirCounters(p.ingest.baseUrl),
         readWeirCounters(p.capture.baseUrl),
       ]);
-      // Stored, inserts and pending are ingest's; requests and drops are capture's.
+      // Stored, inserts and pending are ingest's; requests, drops and publishes are capture's.
       const weir = {
         ...ingest,
         requestsByStatus: capture.requestsByStatus,
         droppedEvents: capture.droppedEvents,
+        publishedMessages: capture.publishedMessages,
       };
       return { cpuSeconds: total, cpuSecondsByRole, weir };
     },

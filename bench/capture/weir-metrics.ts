@@ -24,6 +24,8 @@ export interface WeirCounters {
    */
   readonly eventLoopLagP99: number;
   readonly eventLoopLagMax: number;
+  /** weir_bus_published_messages_total: JetStream messages capture published (0 embedded). */
+  readonly publishedMessages: number;
 }
 
 interface Sample {
@@ -78,6 +80,7 @@ export async function readWeirCounters(baseUrl: string): Promise<WeirCounters> {
     pendingEvents: sum(samples, 'weir_ingest_pending_events'),
     eventLoopLagP99: sum(samples, 'weir_nodejs_eventloop_lag_p99_seconds'),
     eventLoopLagMax: sum(samples, 'weir_nodejs_eventloop_lag_max_seconds'),
+    publishedMessages: sum(samples, 'weir_bus_published_messages_total'),
   };
 }
 
@@ -107,5 +110,6 @@ export function diffCounters(after: WeirCounters, before: WeirCounters): WeirCou
     pendingEvents: after.pendingEvents,
     eventLoopLagP99: after.eventLoopLagP99,
     eventLoopLagMax: after.eventLoopLagMax,
+    publishedMessages: after.publishedMessages - before.publishedMessages,
   };
 }

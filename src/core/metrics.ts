@@ -119,7 +119,7 @@ export class Metrics {
   });
   readonly busPublishDuration = new Histogram({
     name: 'weir_bus_publish_duration_seconds',
-    help: "Time from publishing a capture request's batches to JetStream until every one is acknowledged.",
+    help: "Time from publishing a flight of capture requests' events to JetStream until every one is acknowledged.",
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });

@@ -1,5 +1,5 @@
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
-import type { EventBatch, Lane } from '../../core/event.ts';
+import type { CapturedEvent, EventBatch, IngestionWarning, Lane } from '../../core/event.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { partitionOf } from '../../core/partition.ts';
@@ -25,17 +25,53 @@ export interface JetStreamBusDeps {
   readonly logger: Logger;
 }
 
+/** A capture request waiting for its events to be published. */
+interface Waiting {
+  readonly batches: readonly EventBatch[];
+  readonly resolve: () => void;
+  readonly reject: (err: unknown) => void;
+}
+
 /**
- * The Bus over NATS JetStream. A capture request's events are grouped by lane and partition
- * (hash of project:distinct_id) and each group is published as one message with a Nats-Msg-Id derived from
- * its uuids; `publish` resolves only when every message of the request is acknowledged by JetStream.
- * While NATS is unreachable, or when an ack does not come in time, publishing fails with 503 `unavailable`.
+ * Most events one flight takes: more wait for the next. Keeps a flight's message near one piece (a batch over
+ * the size bound is serialised again to be cut), while letting many requests share it.
+ */
+const FLIGHT_EVENTS = 2000;
+
+/**
+ * Flights out at once. Two, not one: at moderate load a request then seldom waits for another's ack (with one,
+ * the median request waited about one ack more), and under load the requests still gather behind them. On one
+ * connection, JetStream stores messages in the order they were published, so a lane's order holds.
+ */
+const MAX_FLIGHTS = 2;
+
+/**
+ * The Bus over NATS JetStream. Requests' events are grouped by lane and partition (hash of
+ * project:distinct_id) and each group is published as one message with a Nats-Msg-Id derived from its
+ * uuids; `publish` resolves only when every message holding the request's events is acknowledged by
+ * JetStream. While NATS is unreachable, or when an ack does not come in time, publishing fails with 503
+ * `unavailable`.
+ *
+ * Publishing is group-committed, as the store's writes are: while flights of messages wait for their acks
+ * (MAX_FLIGHTS at most), the requests that arrive meanwhile wait too, and the next flight carries them together (in arrival
+ * order, so a lane's order is kept). At low load a request flies alone, as soon as its turn of the event loop
+ * ends; under load many requests share each message, and nats-server, which spends about as much CPU on a
+ * small message as on a large one (0.35 ms at 1 KB, 0.47 ms at 6.5 KB here), and ingest, which pays per
+ * message for the ack and the batch around it, do a fraction of the work. If a flight fails, each request in
+ * it is answered 503 and retried by its client (the uuids make that idempotent; a retried request that flies
+ * with others gets another Nats-Msg-Id, and ingest's duplicate window drops it).
  */
 export class JetStreamBus implements Bus {
   readonly #config: JetStreamBusConfig;
   readonly #link: NatsLink;
   readonly #js: JetStreamClient;
   readonly #metrics: Metrics;
+  /** Requests for the next flight, in arrival order. */
+  #waiting: Waiting[] = [];
+  /** Flights published and not yet acknowledged. */
+  #flights = 0;
+  /** Whether a flight will leave at the end of this turn. */
+  #scheduled = false;
 
   private constructor(config: JetStreamBusConfig, link: NatsLink, metrics: Metrics) {
     this.#config = config;
@@ -60,31 +96,16 @@ export class JetStreamBus implements Bus {
       this.#metrics.busPublishFailures.inc({ reason: 'disconnected' });
       this.#link.assertConnected();
     }
-    // Leave room for headers under the server's max_payload (1 MiB by default).
-    const maxBytes = Math.max(64 * 1024, (this.#link.nc.info?.max_payload ?? 1024 * 1024) - 16 * 1024);
-    const messages = busMessages(batches, this.#config.busPartitions, maxBytes, this.#config.busCompression);
-    const started = performance.now();
-    try {
-      await Promise.all(
-        messages.map((m) =>
-          this.#js.publish(m.subject, m.data, {
-            msgID: m.msgID,
-            timeout: this.#config.publishTimeoutMs,
-            headers: headersOf(m),
-          }),
-        ),
-      );
-    } catch (err) {
-      this.#metrics.busPublishFailures.inc({ reason: isTimeout(err) ? 'timeout' : 'error' });
-      throw new AppError('unavailable', {
-        detail: 'The event bus did not acknowledge the events; retry after the time in Retry-After.',
-        retryAfterSeconds: 1,
-        retriable: true,
-        cause: err,
+    return new Promise<void>((resolve, reject) => {
+      this.#waiting.push({ batches, resolve, reject });
+      if (this.#scheduled || this.#flights >= MAX_FLIGHTS) return;
+      // Not at once: the requests of this turn of the event loop fly together.
+      this.#scheduled = true;
+      setImmediate(() => {
+        this.#scheduled = false;
+        this.#fly();
       });
-    }
-    this.#metrics.busPublishDuration.observe((performance.now() - started) / 1000);
-    for (const m of messages) this.#metrics.busPublishedMessages.inc({ lane: m.lane });
+    });
   }
 
   isReady(): boolean {
@@ -94,6 +115,109 @@ export class JetStreamBus implements Bus {
   async close(): Promise<void> {
     await this.#link.close();
   }
+
+  /** Sends the waiting requests off in flights (FLIGHT_EVENTS events at most each), while fewer than MAX_FLIGHTS are out. */
+  #fly(): void {
+    while (this.#flights < MAX_FLIGHTS && this.#waiting.length > 0) {
+      const flight = takeFlight(this.#waiting, FLIGHT_EVENTS);
+      this.#flights++;
+      void this.#publishFlight(flight).then(() => {
+        this.#flights--;
+        this.#fly();
+      });
+    }
+  }
+
+  /** Publishes a flight's events, lane by lane, and answers each request when its lanes are acknowledged. */
+  async #publishFlight(flight: readonly Waiting[]): Promise<void> {
+    // Leave room for headers under the server's max_payload (1 MiB by default).
+    const maxBytes = Math.max(64 * 1024, (this.#link.nc.info?.max_payload ?? 1024 * 1024) - 16 * 1024);
+    const started = performance.now();
+    const acked = new Map<Lane, Promise<void>>();
+    try {
+      const messages = busMessages(
+        mergeByLane(flight),
+        this.#config.busPartitions,
+        maxBytes,
+        this.#config.busCompression,
+      );
+      const byLane = new Map<Lane, Promise<void>[]>();
+      for (const m of messages) {
+        const sent = this.#js
+          .publish(m.subject, m.data, {
+            msgID: m.msgID,
+            timeout: this.#config.publishTimeoutMs,
+            headers: headersOf(m),
+          })
+          .then(() => this.#metrics.busPublishedMessages.inc({ lane: m.lane }));
+        const list = byLane.get(m.lane);
+        if (list) list.push(sent);
+        else byLane.set(m.lane, [sent]);
+      }
+      for (const [lane, sends] of byLane)
+        acked.set(
+          lane,
+          Promise.all(sends).then(() => undefined),
+        );
+    } catch (err) {
+      // Encoding failed (not expected: capture's events are JSON already); nothing of the flight was sent.
+      for (const w of flight) w.reject(this.#unavailable(err));
+      return;
+    }
+    const answers = flight.map((w) =>
+      Promise.all(w.batches.map((b) => acked.get(b.lane) ?? Promise.resolve())).then(
+        () => w.resolve(),
+        (err: unknown) => w.reject(this.#unavailable(err)),
+      ),
+    );
+    await Promise.all(answers);
+    this.#metrics.busPublishDuration.observe((performance.now() - started) / 1000);
+  }
+
+  #unavailable(err: unknown): AppError {
+    this.#metrics.busPublishFailures.inc({ reason: isTimeout(err) ? 'timeout' : 'error' });
+    return new AppError('unavailable', {
+      detail: 'The event bus did not acknowledge the events; retry after the time in Retry-After.',
+      retryAfterSeconds: 1,
+      retriable: true,
+      cause: err,
+    });
+  }
+}
+
+/**
+ * Takes requests off the front of `waiting` until they hold `maxEvents` events (at least one request, however
+ * large).
+ */
+function takeFlight(waiting: Waiting[], maxEvents: number): Waiting[] {
+  let events = 0;
+  let n = 0;
+  while (n < waiting.length) {
+    let count = 0;
+    for (const b of waiting[n]!.batches) count += b.events.length;
+    if (n > 0 && events + count > maxEvents) break;
+    events += count;
+    n++;
+  }
+  return waiting.splice(0, n);
+}
+
+/** The requests' batches as one batch per lane: events and warnings in arrival order. */
+function mergeByLane(flight: readonly Waiting[]): EventBatch[] {
+  if (flight.length === 1) return [...flight[0]!.batches];
+  const lanes = new Map<Lane, { events: CapturedEvent[]; warnings: IngestionWarning[] }>();
+  for (const w of flight) {
+    for (const b of w.batches) {
+      let merged = lanes.get(b.lane);
+      if (!merged) {
+        merged = { events: [], warnings: [] };
+        lanes.set(b.lane, merged);
+      }
+      for (const e of b.events) merged.events.push(e);
+      for (const x of b.warnings) merged.warnings.push(x);
+    }
+  }
+  return [...lanes].map(([lane, merged]) => ({ lane, ...merged }));
 }
 
 /** One JetStream message of a publish: a micro-batch of one lane and partition, encoded. */
