@@ -1,7 +1,8 @@
 /**
  * nats-server stopped and started again under load, with `weir capture` and `weir ingest` as separate
  * processes: while it is down capture answers 503 with Retry-After (never 200) and neither role is ready;
- * both reconnect by themselves, and once clients have retried, every event is stored exactly once.
+ * both reconnect by themselves, and once clients have retried, every event is stored exactly once. Either role
+ * stopped while NATS is down still shuts down cleanly.
  */
 import t from 'tap';
 import { startNatsServer } from '../helpers/nats-server.ts';
@@ -163,4 +164,23 @@ t.test('capture stopped while NATS is down still shuts down cleanly', async (t) 
     'capture to see NATS gone',
   );
   t.equal(await capture.stop(), 0, 'exits 0: draining needs no server when there is none');
+});
+
+t.test('ingest stopped while NATS is down also exits 0, keeping what it stored', async (t) => {
+  await nats.restart();
+  const again = await spawnRole('ingest', env);
+  running.push(again);
+  await waitFor(
+    async () => ((await readyStatus(again)) === 200 ? true : undefined),
+    30_000,
+    'the new ingest to be ready',
+  );
+  await nats.stop();
+  await waitFor(
+    async () => ((await readyStatus(again)) === 503 ? true : undefined),
+    15_000,
+    'ingest to see NATS gone',
+  );
+  t.equal(await again.stop(), 0, 'exits 0');
+  t.same(await storedCounts(dataDir, 'frozen'), { rows: 1, uuids: 1, final: 1 }, 'its store intact');
 });
