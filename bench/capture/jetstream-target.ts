@@ -20,6 +20,7 @@ import {
   HOST,
   benchWeirEnv,
   benchWeirNodeArgs,
+  nodeArgs,
   cleanEnv,
   startServer,
   type ServerProcess,
@@ -56,7 +57,8 @@ export async function startWeirJetStream(nats: BenchNats): Promise<JetStreamWeir
   try {
     const ingestPort = await freePort();
     // Ingest first: it creates the catalog (project 1, the bench's key) that capture waits for.
-    // BENCH_WEIR_NODE_ARGS goes to the ingest role, the one that does most of the work.
+    // BENCH_WEIR_NODE_ARGS goes to the ingest role, the one that does most of the work;
+    // BENCH_CAPTURE_NODE_ARGS to the capture role.
     const ingest = await startServer(
       'weir ingest',
       [...benchWeirNodeArgs(), WEIR, 'ingest'],
@@ -68,7 +70,7 @@ export async function startWeirJetStream(nats: BenchNats): Promise<JetStreamWeir
     const capturePort = await freePort();
     const capture = await startServer(
       'weir capture',
-      [WEIR, 'capture'],
+      [...nodeArgs('BENCH_CAPTURE_NODE_ARGS'), WEIR, 'capture'],
       env(capturePort),
       capturePort,
       '/_ready',

@@ -209,7 +209,12 @@ export function benchWeirEnv(): Record<string, string> {
  * generator or the bare server.
  */
 export function benchWeirNodeArgs(): string[] {
-  return (process.env['BENCH_WEIR_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+  return nodeArgs('BENCH_WEIR_NODE_ARGS');
+}
+
+/** Node flags from an environment variable, split on spaces. */
+export function nodeArgs(variable: string): string[] {
+  return (process.env[variable] ?? '').split(' ').filter((a) => a !== '');
 }
 
 /** Weir, embedded, on a fresh data directory that is removed when it stops. */
