@@ -43,11 +43,27 @@ export function batchJson(batch: EventBatch): Buffer {
   return Buffer.from(JSON.stringify(wire));
 }
 
+/** Every field of T, the optional ones too: an object of this type names them all. */
+type EveryField<T> = { [K in keyof Required<T>]: T[K] };
+
 function onWire(e: CapturedEvent): CapturedEvent {
   if (e.propertiesJson !== undefined) return e; // read from the bus already
   const read: Record<string, unknown> = {};
   for (const key of INGEST_PROPERTY_KEYS) if (Object.hasOwn(e.properties, key)) read[key] = e.properties[key];
-  return { ...e, properties: read, propertiesJson: JSON.stringify(e.properties) };
+  // Written out, not spread: `{ ...e, properties, propertiesJson }` cost 1.8 µs an event (a tenth of capture's
+  // CPU in batch mode), this a tenth of that. EveryField makes a field added to CapturedEvent a compile error
+  // here until it is put on the wire.
+  const wire: EveryField<CapturedEvent> = {
+    projectId: e.projectId,
+    uuid: e.uuid,
+    event: e.event,
+    distinctId: e.distinctId,
+    timestamp: e.timestamp,
+    properties: read,
+    receivedAt: e.receivedAt,
+    propertiesJson: JSON.stringify(e.properties),
+  };
+  return wire;
 }
 
 /** A message's bytes from its batch's JSON: deflated when that gains (`compression` permitting). */
