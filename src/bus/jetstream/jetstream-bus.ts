@@ -53,13 +53,13 @@ const MAX_FLIGHTS = 2;
  * `unavailable`.
  *
  * Publishing is group-committed, as the store's writes are: while flights of messages wait for their acks
- * (MAX_FLIGHTS at most), the requests that arrive meanwhile wait too, and the next flight carries them together (in arrival
- * order, so a lane's order is kept). At low load a request flies alone, as soon as its turn of the event loop
- * ends; under load many requests share each message, and nats-server, which spends about as much CPU on a
- * small message as on a large one (0.35 ms at 1 KB, 0.47 ms at 6.5 KB here), and ingest, which pays per
- * message for the ack and the batch around it, do a fraction of the work. If a flight fails, each request in
- * it is answered 503 and retried by its client (the uuids make that idempotent; a retried request that flies
- * with others gets another Nats-Msg-Id, and ingest's duplicate window drops it).
+ * (MAX_FLIGHTS at most), the requests that arrive meanwhile wait too, and the next flight carries them
+ * together (in arrival order, so a lane's order is kept). At low load a request flies alone, as soon as its
+ * turn of the event loop ends; under load many requests share each message, and nats-server, which spends
+ * about as much CPU on a small message as on a large one (0.35 ms at 1 KB, 0.47 ms at 6.5 KB here), and
+ * ingest, which pays per message for the ack and the batch around it, do a fraction of the work. If a flight
+ * fails, each request in it is answered 503 and retried by its client (the uuids make that idempotent; a
+ * retried request that flies with others gets another Nats-Msg-Id, and ingest's duplicate window drops it).
  */
 export class JetStreamBus implements Bus {
   readonly #config: JetStreamBusConfig;
@@ -116,7 +116,7 @@ export class JetStreamBus implements Bus {
     await this.#link.close();
   }
 
-  /** Sends the waiting requests off in flights (FLIGHT_EVENTS events at most each), while fewer than MAX_FLIGHTS are out. */
+  /** Sends waiting requests off in flights (FLIGHT_EVENTS events at most) while under MAX_FLIGHTS are out. */
   #fly(): void {
     while (this.#flights < MAX_FLIGHTS && this.#waiting.length > 0) {
       const flight = takeFlight(this.#waiting, FLIGHT_EVENTS);
