@@ -50,9 +50,9 @@ function onWire(e: CapturedEvent): CapturedEvent {
   if (e.propertiesJson !== undefined) return e; // read from the bus already
   const read: Record<string, unknown> = {};
   for (const key of INGEST_PROPERTY_KEYS) if (Object.hasOwn(e.properties, key)) read[key] = e.properties[key];
-  // Written out, not spread: `{ ...e, properties, propertiesJson }` cost 1.8 µs an event (a tenth of capture's
-  // CPU in batch mode), this a tenth of that. EveryField makes a field added to CapturedEvent a compile error
-  // here until it is put on the wire.
+  // Written out, not spread: `{ ...e, properties, propertiesJson }` cost 1.8 µs an event, a tenth of capture's
+  // CPU in batch mode (batchJson on the bench's batches: 4.68 µs an event spread, 3.19 written out).
+  // EveryField makes a field added to CapturedEvent a compile error here until it is put on the wire.
   const wire: EveryField<CapturedEvent> = {
     projectId: e.projectId,
     uuid: e.uuid,
