@@ -99,6 +99,27 @@ t.test('a request published while a flight is out goes with the next one', async
   t.same(sizes, [2, 4], 'the two later requests share the second message');
 });
 
+t.test('with two flights out and unacknowledged, later requests gather for the third', async (t) => {
+  const from = (await lastSeq()) + 1;
+  const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+  await nats.pause(); // nothing is acknowledged until it resumes
+  const sent = [bus.publish([request('live', 2)])];
+  await turn();
+  sent.push(bus.publish([request('live', 2)]));
+  await turn();
+  // Two flights are out: these wait, each in a turn of its own, and then go together.
+  sent.push(bus.publish([request('live', 1)]));
+  await turn();
+  sent.push(bus.publish([request('live', 3)]));
+  await turn();
+  nats.resume();
+  await Promise.all(sent);
+  t.same(
+    (await messagesFrom(from)).map((m) => m.batch.events.length),
+    [2, 2, 4],
+  );
+});
+
 t.test('a lone request is stored alone, so its retry has the same message id', async (t) => {
   const from = (await lastSeq()) + 1;
   const batches = [request('live', 4)];
@@ -107,7 +128,7 @@ t.test('a lone request is stored alone, so its retry has the same message id', a
   t.equal((await lastSeq()) - from + 1, 1, "JetStream's duplicate window dropped the second copy");
 });
 
-t.test('a flight larger than a flight may be waits for the next', async (t) => {
+t.test("requests past a flight's 2,000 events wait for the next flight", async (t) => {
   const from = (await lastSeq()) + 1;
   // 2,000 events fly at most (the first request always does): 1,500 + 400, then 300.
   await Promise.all([
