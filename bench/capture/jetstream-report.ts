@@ -266,9 +266,10 @@ function markdown(results: JetStreamBenchResults, jsonName: string): string {
     "after ingest stopped, `weir sql` reads each tagged row's `_inserted_at` (when the store applied its block",
     'from the commit log to the table: the row visible), same machine, same clock. "All events" is the same',
     "for every generator event of that run, from capture's receive time (`created_at`, ms).",
-    "Ceiling: the runner publishes the very messages Weir's capture makes of the generator's requests (built",
-    'by its capture service and bus encoding, a unique Nats-Msg-Id each) to the same stream config, nothing',
-    'consuming, before Weir starts; the stream is deleted after.',
+    "Ceiling: the runner publishes the messages Weir's capture makes of the generator's requests one at a time",
+    '(built by its capture service and bus encoding, a unique Nats-Msg-Id each) to the same stream config,',
+    'nothing consuming, before Weir starts; the stream is deleted after. Under load capture puts several',
+    'requests in one message (its flights); "msgs/s" is what it published, from its own counter.',
     '',
     ...[targetsTable(TARGETS_TITLE, results.targets), ...tables(results)].flatMap((t) => [
       renderMarkdown(t),
