@@ -103,6 +103,7 @@ t.test('with two flights out and unacknowledged, later requests gather for the t
   const from = (await lastSeq()) + 1;
   const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
   await nats.pause(); // nothing is acknowledged until it resumes
+  t.teardown(() => nats.resume());
   const sent = [bus.publish([request('live', 2)])];
   await turn();
   sent.push(bus.publish([request('live', 2)]));
