@@ -1,7 +1,8 @@
-import type { CapturedEvent, EventBatch, IngestionWarning, Lane } from '../core/event.ts';
+import type { EventBatch, Lane } from '../core/event.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Bus } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
+import { mergeByLane, type WaitingRequest } from './merge-requests.ts';
 
 /** Where the embedded bus delivers: ingest, in the same process. */
 export interface EventSink {
@@ -13,12 +14,6 @@ export interface EventSink {
 export interface EmbeddedBusConfig {
   /** Events accepted and not yet committed before publishing is refused with 503. */
   readonly maxPendingEvents: number;
-}
-
-interface Waiting {
-  readonly batches: readonly EventBatch[];
-  readonly resolve: () => void;
-  readonly reject: (err: unknown) => void;
 }
 
 /**
@@ -38,7 +33,7 @@ export class EmbeddedBus implements Bus {
   readonly #metrics: Metrics;
   #pending = 0;
   #closed = false;
-  #waiting: Waiting[] = [];
+  #waiting: WaitingRequest[] = [];
   #scheduled = false;
 
   constructor(config: EmbeddedBusConfig, deps: { sink: EventSink; metrics: Metrics }) {
@@ -62,7 +57,7 @@ export class EmbeddedBus implements Bus {
     }
     this.#pending += count;
     this.#metrics.pendingEvents.set(this.#pending);
-    let waiting!: Waiting;
+    let waiting!: WaitingRequest;
     const handed = new Promise<void>((resolve, reject) => {
       waiting = { batches, resolve, reject };
     });
@@ -114,20 +109,8 @@ export class EmbeddedBus implements Bus {
       Promise.all(batches.map((b) => this.#sink.handle(b))).then(() => resolve(), reject);
       return;
     }
-    const lanes = new Map<Lane, { events: CapturedEvent[]; warnings: IngestionWarning[] }>();
-    for (const w of waiting) {
-      for (const b of w.batches) {
-        let merged = lanes.get(b.lane);
-        if (!merged) {
-          merged = { events: [], warnings: [] };
-          lanes.set(b.lane, merged);
-        }
-        for (const e of b.events) merged.events.push(e);
-        for (const x of b.warnings) merged.warnings.push(x);
-      }
-    }
     const handled = new Map<Lane, Promise<void>>();
-    for (const [lane, merged] of lanes) handled.set(lane, this.#sink.handle({ lane, ...merged }));
+    for (const batch of mergeByLane(waiting)) handled.set(batch.lane, this.#sink.handle(batch));
     for (const { batches, resolve, reject } of waiting) {
       Promise.all(batches.map((b) => handled.get(b.lane)!)).then(() => resolve(), reject);
     }

@@ -1,10 +1,11 @@
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
-import type { CapturedEvent, EventBatch, IngestionWarning, Lane } from '../../core/event.ts';
+import type { EventBatch, Lane } from '../../core/event.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { partitionOf } from '../../core/partition.ts';
 import type { Bus } from '../../core/ports.ts';
 import { AppError } from '../../errors/app-error.ts';
+import { mergeByLane, type WaitingRequest } from '../merge-requests.ts';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { ENCODING_HEADER, batchJson, batchMessageId, encodeJson, type BusEncoding } from './codec.ts';
 import { NatsLink } from './connection.ts';
@@ -23,13 +24,6 @@ export interface JetStreamBusConfig {
 export interface JetStreamBusDeps {
   readonly metrics: Metrics;
   readonly logger: Logger;
-}
-
-/** A capture request waiting for its events to be published. */
-interface Waiting {
-  readonly batches: readonly EventBatch[];
-  readonly resolve: () => void;
-  readonly reject: (err: unknown) => void;
 }
 
 /**
@@ -67,7 +61,7 @@ export class JetStreamBus implements Bus {
   readonly #js: JetStreamClient;
   readonly #metrics: Metrics;
   /** Requests for the next flight, in arrival order. */
-  #waiting: Waiting[] = [];
+  #waiting: WaitingRequest[] = [];
   /** Flights published and not yet acknowledged. */
   #flights = 0;
   /** Whether a flight will leave at the end of this turn. */
@@ -129,7 +123,7 @@ export class JetStreamBus implements Bus {
   }
 
   /** Publishes a flight's events, lane by lane, and answers each request when its lanes are acknowledged. */
-  async #publishFlight(flight: readonly Waiting[]): Promise<void> {
+  async #publishFlight(flight: readonly WaitingRequest[]): Promise<void> {
     // Leave room for headers under the server's max_payload (1 MiB by default).
     const maxBytes = Math.max(64 * 1024, (this.#link.nc.info?.max_payload ?? 1024 * 1024) - 16 * 1024);
     const started = performance.now();
@@ -189,7 +183,7 @@ export class JetStreamBus implements Bus {
  * Takes requests off the front of `waiting` until they hold `maxEvents` events (at least one request, however
  * large).
  */
-function takeFlight(waiting: Waiting[], maxEvents: number): Waiting[] {
+function takeFlight(waiting: WaitingRequest[], maxEvents: number): WaitingRequest[] {
   let events = 0;
   let n = 0;
   while (n < waiting.length) {
@@ -200,24 +194,6 @@ function takeFlight(waiting: Waiting[], maxEvents: number): Waiting[] {
     n++;
   }
   return waiting.splice(0, n);
-}
-
-/** The requests' batches as one batch per lane: events and warnings in arrival order. */
-function mergeByLane(flight: readonly Waiting[]): EventBatch[] {
-  if (flight.length === 1) return [...flight[0]!.batches];
-  const lanes = new Map<Lane, { events: CapturedEvent[]; warnings: IngestionWarning[] }>();
-  for (const w of flight) {
-    for (const b of w.batches) {
-      let merged = lanes.get(b.lane);
-      if (!merged) {
-        merged = { events: [], warnings: [] };
-        lanes.set(b.lane, merged);
-      }
-      for (const e of b.events) merged.events.push(e);
-      for (const x of b.warnings) merged.warnings.push(x);
-    }
-  }
-  return [...lanes].map(([lane, merged]) => ({ lane, ...merged }));
 }
 
 /** One JetStream message of a publish: a micro-batch of one lane and partition, encoded. */
