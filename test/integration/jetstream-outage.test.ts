@@ -32,7 +32,22 @@ t.teardown(async () => {
 /** What each test sent, checked against the store at the end. */
 const sent: { outage?: Set<string> } = {};
 const TOTAL = 4 * 60 * 50;
-const readyStatus = async (r: RoleProcess): Promise<number> => (await fetch(`${r.url}/_ready`)).status;
+/** Waits until `/_ready` of every one of `roles` answers `status`. */
+async function untilReady(
+  roles: readonly RoleProcess[],
+  status: number,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  await waitFor(
+    async () => {
+      for (const r of roles) if ((await fetch(`${r.url}/_ready`)).status !== status) return undefined;
+      return true;
+    },
+    timeoutMs,
+    what,
+  );
+}
 
 t.test('NATS down and up again under load: 503s while down, both roles back by themselves', async (t) => {
   const total = TOTAL;
@@ -58,12 +73,7 @@ t.test('NATS down and up again under load: 503s while down, both roles back by t
   t.equal(refused.status, 503, 'capture refuses while NATS is down');
   t.equal(refused.headers.get('retry-after'), '1');
   t.match(refused.json, { type: 'unavailable', code: 'unavailable' });
-  await waitFor(
-    async () =>
-      (await readyStatus(capture)) === 503 && (await readyStatus(ingest)) === 503 ? true : undefined,
-    15_000,
-    'both roles to report not ready',
-  );
+  await untilReady([capture, ingest], 503, 15_000, 'both roles to report not ready');
   t.pass('capture and ingest /_ready answer 503 while NATS is down');
   t.ok(
     acked - stoppedAt < 1_000,
@@ -71,12 +81,7 @@ t.test('NATS down and up again under load: 503s while down, both roles back by t
   );
 
   await nats.restart();
-  await waitFor(
-    async () =>
-      (await readyStatus(capture)) === 200 && (await readyStatus(ingest)) === 200 ? true : undefined,
-    30_000,
-    'both roles to reconnect and be ready',
-  );
+  await untilReady([capture, ingest], 200, 30_000, 'both roles to reconnect and be ready');
   t.pass('both roles reconnected by themselves');
 
   const result = await load;
@@ -158,11 +163,7 @@ t.test('after ingest stops, every event is stored exactly once', async (t) => {
 
 t.test('capture stopped while NATS is down still shuts down cleanly', async (t) => {
   await nats.stop();
-  await waitFor(
-    async () => ((await readyStatus(capture)) === 503 ? true : undefined),
-    15_000,
-    'capture to see NATS gone',
-  );
+  await untilReady([capture], 503, 15_000, 'capture to see NATS gone');
   t.equal(await capture.stop(), 0, 'exits 0: draining needs no server when there is none');
 });
 
@@ -170,17 +171,9 @@ t.test('ingest stopped while NATS is down also exits 0, keeping what it stored',
   await nats.restart();
   const again = await spawnRole('ingest', env);
   running.push(again);
-  await waitFor(
-    async () => ((await readyStatus(again)) === 200 ? true : undefined),
-    30_000,
-    'the new ingest to be ready',
-  );
+  await untilReady([again], 200, 30_000, 'the new ingest to be ready');
   await nats.stop();
-  await waitFor(
-    async () => ((await readyStatus(again)) === 503 ? true : undefined),
-    15_000,
-    'ingest to see NATS gone',
-  );
+  await untilReady([again], 503, 15_000, 'ingest to see NATS gone');
   t.equal(await again.stop(), 0, 'exits 0');
   t.same(await storedCounts(dataDir, 'frozen'), { rows: 1, uuids: 1, final: 1 }, 'its store intact');
 });
