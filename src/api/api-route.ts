@@ -3,6 +3,7 @@ import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { BodyTooLargeError, Reply, onBody } from '../http/uws.ts';
+import type { ResponseMemo } from './response-memo.ts';
 
 /** Largest JSON body an API route reads. */
 export const MAX_API_BODY_BYTES = 1024 * 1024;
@@ -37,6 +38,12 @@ export interface ApiResponse {
   readonly body?: unknown;
   /** A body already serialised as JSON, sent as it is (instead of `body`). */
   readonly json?: string | Buffer;
+  /**
+   * For a 200 with `json` bytes on a route with a memo: while this returns true, the same request (same
+   * method, path, query, `Authorization` and body) gets these same bytes, and the memo sends them again
+   * without calling the handler.
+   */
+  readonly holds?: () => boolean;
 }
 
 export type ApiHandler = (request: ApiRequest) => ApiResponse | Promise<ApiResponse>;
@@ -46,24 +53,38 @@ export interface ApiRouteDeps {
   readonly logger: Logger;
 }
 
+export interface ApiRouteOptions {
+  /** Remembers the answers handlers mark with `holds`, by request (response-memo.ts). */
+  readonly memo?: ResponseMemo;
+}
+
 /**
  * Registers a JSON API route on uWS: `path` with and without its trailing slash, one handler per method,
  * 405 with `Allow` for the other methods. A handler returns a status and a body or throws an AppError;
  * this answers every error as SPEC §1 (401s with `WWW-Authenticate: Bearer`), logs 5xx, and counts the
- * request in flight so a graceful shutdown waits for it.
+ * request in flight so a graceful shutdown waits for it. With a memo, a request it remembers an answer for is
+ * answered from it before the body is even parsed.
  */
 export function apiRoute(
   app: TemplatedApp,
   deps: ApiRouteDeps,
   path: string,
   handlers: Partial<Record<ApiMethod, ApiHandler>>,
+  options: ApiRouteOptions = {},
 ): void {
   const trimmed = path.replace(/\/$/, '');
   const paramCount = (path.match(/\/:/g) ?? []).length;
   const allow = (Object.keys(handlers) as ApiMethod[]).map((m) => HTTP_NAME[m]).join(', ');
   for (const pattern of [trimmed, `${trimmed}/`]) {
     for (const [method, handler] of Object.entries(handlers) as [ApiMethod, ApiHandler][]) {
-      app[method](pattern, (res, req) => handle(res, req, paramCount, WITH_BODY.has(method), handler, deps));
+      const route: Route = {
+        method,
+        paramCount,
+        withBody: WITH_BODY.has(method),
+        handler,
+        memo: options.memo,
+      };
+      app[method](pattern, (res, req) => handle(res, req, route, deps));
     }
     app.any(pattern, (res) => {
       new Reply(res).error(
@@ -74,33 +95,49 @@ export function apiRoute(
   }
 }
 
-function handle(
-  res: HttpResponse,
-  req: HttpRequest,
-  paramCount: number,
-  withBody: boolean,
-  handler: ApiHandler,
-  deps: ApiRouteDeps,
-): void {
+interface Route {
+  readonly method: ApiMethod;
+  readonly paramCount: number;
+  readonly withBody: boolean;
+  readonly handler: ApiHandler;
+  readonly memo: ResponseMemo | undefined;
+}
+
+function handle(res: HttpResponse, req: HttpRequest, route: Route, deps: ApiRouteDeps): void {
   const reply = new Reply(res);
-  const params: string[] = [];
-  for (let i = 0; i < paramCount; i++) params.push(decodeParam(req.getParameter(i) ?? ''));
-  const rawQuery = req.getQuery();
-  const request = new Request(
-    params,
-    rawQuery ? new URLSearchParams(rawQuery) : NO_QUERY,
-    req.getHeader('authorization'),
-    req.getHeader('host'),
-    req.getHeader('x-forwarded-proto'),
-    req.getHeader('x-forwarded-host'),
-  );
   if (!deps.inFlight.accepting) {
     reply.error(new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 }));
     return;
   }
+  const rawQuery = req.getQuery() ?? '';
+  const authorization = req.getHeader('authorization');
+  const memo = route.memo;
+  const url = memo === undefined ? '' : req.getUrl();
+  // Without a body, the request is all here: its memo key is known at once.
+  const headKey =
+    memo === undefined || route.withBody
+      ? undefined
+      : memo.key(route.method, url, rawQuery, authorization, undefined);
+  if (headKey !== undefined) {
+    const hit = memo!.get(headKey);
+    if (hit !== undefined) {
+      reply.send(200, hit, JSON_TYPE);
+      return;
+    }
+  }
+  const params: string[] = [];
+  for (let i = 0; i < route.paramCount; i++) params.push(decodeParam(req.getParameter(i) ?? ''));
+  const request = new Request(
+    params,
+    rawQuery ? new URLSearchParams(rawQuery) : NO_QUERY,
+    authorization,
+    req.getHeader('host'),
+    req.getHeader('x-forwarded-proto'),
+    req.getHeader('x-forwarded-host'),
+  );
   deps.inFlight.begin();
-  if (!withBody) {
-    answer(reply, request, handler, deps);
+  if (!route.withBody) {
+    answer(reply, request, route, deps, headKey);
     return;
   }
   const contentLength = req.getHeader('content-length');
@@ -113,6 +150,15 @@ function handle(
       deps.inFlight.end(); // else the client went away
       return;
     }
+    const memoKey = memo?.key(route.method, url, rawQuery, authorization, body);
+    if (memoKey !== undefined) {
+      const hit = memo!.get(memoKey);
+      if (hit !== undefined) {
+        reply.send(200, hit, JSON_TYPE);
+        deps.inFlight.end();
+        return;
+      }
+    }
     try {
       request.body = parseJson(body);
     } catch (parseError) {
@@ -120,7 +166,7 @@ function handle(
       deps.inFlight.end();
       return;
     }
-    answer(reply, request, handler, deps);
+    answer(reply, request, route, deps, memoKey);
   });
 }
 
@@ -129,10 +175,16 @@ function handle(
  * inside uWS's callback: no promise, no tick. Functions of their own rather than closures made per request,
  * as the hot routes pay for every function object they create.
  */
-function answer(reply: Reply, request: Request, handler: ApiHandler, deps: ApiRouteDeps): void {
+function answer(
+  reply: Reply,
+  request: Request,
+  route: Route,
+  deps: ApiRouteDeps,
+  memoKey: string | undefined,
+): void {
   let response: ApiResponse | Promise<ApiResponse>;
   try {
-    response = handler(request);
+    response = route.handler(request);
   } catch (err) {
     fail(reply, err, deps);
     deps.inFlight.end();
@@ -140,16 +192,25 @@ function answer(reply: Reply, request: Request, handler: ApiHandler, deps: ApiRo
   }
   if (response instanceof Promise) {
     response.then(
-      (r) => sendResponse(reply, r, deps),
+      (r) => sendResponse(reply, r, deps, route, memoKey),
       (err: unknown) => {
         fail(reply, err, deps);
         deps.inFlight.end();
       },
     );
-  } else sendResponse(reply, response, deps);
+  } else sendResponse(reply, response, deps, route, memoKey);
 }
 
-function sendResponse(reply: Reply, response: ApiResponse, deps: ApiRouteDeps): void {
+function sendResponse(
+  reply: Reply,
+  response: ApiResponse,
+  deps: ApiRouteDeps,
+  route: Route,
+  memoKey: string | undefined,
+): void {
+  if (memoKey !== undefined && response.holds && response.status === 200 && response.json instanceof Buffer) {
+    route.memo!.set(memoKey, { json: response.json, holds: response.holds });
+  }
   try {
     if (response.status === 204) reply.send(204, undefined);
     else if (response.json !== undefined) reply.send(response.status, response.json, JSON_TYPE);

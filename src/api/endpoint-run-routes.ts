@@ -15,6 +15,7 @@ import { PROJECT_PREFIXES, access, findEndpoint, findVersion } from './endpoint-
 import { readVersionParam } from './endpoint-input.ts';
 import { endpointOpenApi } from './endpoint-openapi.ts';
 import { invalid, objectBody, type JsonObject } from './json-input.ts';
+import { ResponseMemo } from './response-memo.ts';
 import { readVariables } from './variables-input.ts';
 
 export interface EndpointRunRoutesDeps {
@@ -28,6 +29,17 @@ export interface EndpointRunRoutesDeps {
 
 function ok(answer: RunAnswer): ApiResponse {
   return { status: 200, json: answer.json };
+}
+
+/**
+ * A cached answer, to be sent again to the same request while its result stays cached and fresh and the
+ * catalog does not change (no key revoked or rescoped, no endpoint changed): all that the answer was worked
+ * out from.
+ */
+function memorable(answer: RunAnswer, catalog: Catalog): ApiResponse {
+  const revision = catalog.revision;
+  const holds = answer.holds!;
+  return { status: 200, json: answer.json, holds: () => catalog.revision === revision && holds() };
 }
 
 /** The fields of a run request (SPEC §4), in the body of a POST or the query string of either method. */
@@ -49,13 +61,22 @@ export function registerEndpointRunRoutes(app: TemplatedApp, deps: EndpointRunRo
     const fields =
       req.query.size === 0 ? fromBody : { ...fromQueryString(req.query, Object.keys(fromBody)), ...fromBody };
     const answer = deps.runner.run(endpoint, readRunRequest(fields, deps.maxLimit));
-    return answer instanceof Promise ? answer.then(ok) : ok(answer);
+    if (answer instanceof Promise) return answer.then(ok);
+    return answer.holds ? memorable(answer, deps.catalog) : ok(answer);
   };
+  // Both path forms and both methods share one memo: its keys hold the path and the method.
+  const memo = new ResponseMemo();
   for (const prefix of PROJECT_PREFIXES) {
-    apiRoute(app, deps, `${prefix}/endpoints/:name/run`, {
-      post: (req) => run(req, objectBody(req.body, RUN_FIELDS)),
-      get: (req) => run(req, {}),
-    });
+    apiRoute(
+      app,
+      deps,
+      `${prefix}/endpoints/:name/run`,
+      {
+        post: (req) => run(req, objectBody(req.body, RUN_FIELDS)),
+        get: (req) => run(req, {}),
+      },
+      { memo },
+    );
     apiRoute(app, deps, `${prefix}/endpoints/:name/openapi.json`, {
       get: (req) => {
         const { project } = access(deps.catalog, req, 'endpoint:read');

@@ -38,6 +38,7 @@ export interface FileCatalogOptions {
 export class FileCatalog implements Catalog {
   readonly #path: string;
   #state: CatalogState;
+  #revision = 0;
   #tail: Promise<unknown> = Promise.resolve();
   readonly #listeners: ((projects: readonly Project[]) => void)[] = [];
   /** Set on the start that created the catalog. */
@@ -47,6 +48,10 @@ export class FileCatalog implements Catalog {
     this.#path = path;
     this.#state = state;
     this.bootstrap = bootstrap;
+  }
+
+  get revision(): number {
+    return this.#revision;
   }
 
   static async open(options: FileCatalogOptions): Promise<FileCatalog> {
@@ -234,6 +239,7 @@ export class FileCatalog implements Catalog {
       if (next) {
         await writeAtomically(this.#path, next.snapshot);
         this.#state = next;
+        this.#revision++;
         for (const listener of this.#listeners) listener(this.listProjects());
       }
       return result;

@@ -231,6 +231,11 @@ export interface ProjectKeys {
 }
 
 export interface Catalog extends ProjectKeys {
+  /**
+   * Changes made so far: a different number after every change the reads below could see. What was worked out
+   * from the catalog (who a key is, what an endpoint runs) still holds while this is the same.
+   */
+  readonly revision: number;
   project(id: number): Project | undefined;
   /** Every project, by id. */
   listProjects(): readonly Project[];

@@ -16,7 +16,7 @@ import {
   type RunBody,
 } from '../helpers/endpoints.ts';
 import { countBy, seedDataset, SECRET } from '../helpers/query-dataset.ts';
-import { PROJECT_API_KEY, post, startTestWeir, waitFor } from '../helpers/weir.ts';
+import { PERSONAL_API_KEY, PROJECT_API_KEY, post, request, startTestWeir, waitFor } from '../helpers/weir.ts';
 
 // A short query timeout and a limit of two queries per project, so that 504 and 429 can be shown.
 const w = await startTestWeir({ WEIR_QUERY_TIMEOUT_SECONDS: '2', WEIR_ENDPOINT_RUN_CONCURRENCY: '2' });
@@ -386,6 +386,64 @@ t.test('cache: served while young, force recomputes, a new event shows after for
   await createEndpoint(w, { name: 'uncached', query: hogql('SELECT 1'), cache_age_seconds: 0 });
   await runOk(w, 'uncached');
   t.equal((await runOk(w, 'uncached')).is_cached, false, 'cache_age_seconds 0: never from the cache');
+});
+
+t.test('a repeated cached run is answered again only while what it was worked out from holds', async (t) => {
+  // Repeated identical requests are answered from a memo of the request's bytes (response-memo.ts); each
+  // change below must reach the next identical request as it would without the memo.
+  await createEndpoint(w, {
+    name: 'remembered',
+    query: hogql('SELECT count() AS n FROM events WHERE event != {variables.e}'),
+    cache_age_seconds: 3600,
+  });
+  const reader = await createKey(w, { scopes: ['endpoint:read'], projects: [1] });
+  const body = { variables: { e: 'nothing' } };
+  const same = () => runEndpoint(w, 'remembered', body, { key: reader.value });
+  const getSame = () =>
+    runEndpoint(w, 'remembered', undefined, {
+      key: reader.value,
+      method: 'GET',
+      query: `variables=${encodeURIComponent(JSON.stringify(body.variables))}`,
+    });
+  t.match((await same()).json, { is_cached: false });
+  const cached = await same();
+  t.match(cached.json, { is_cached: true });
+  const again = await same();
+  t.equal(again.text, cached.text, 'the same bytes again');
+  t.equal((await getSame()).status, 200);
+  t.equal((await getSame()).text, cached.text, 'GET: the same cached answer');
+
+  const forced = await runOk(w, 'remembered', { ...body, refresh: 'force' }, { key: reader.value });
+  const afterForce = (await same()).json as RunBody;
+  t.match(afterForce, { is_cached: true, last_refresh: forced.last_refresh }, 'force: the new result');
+
+  const elsewhere = await createKey(w, { scopes: ['*'], projects: [p2] });
+  refused(
+    t,
+    await runEndpoint(w, 'remembered', body, { key: elsewhere.value }),
+    403,
+    'project_forbidden',
+    null,
+  );
+
+  await endpointsApi(w, 'PATCH', 'remembered/', { is_active: false });
+  refused(t, await same(), 404, 'not_found', null, 'deactivated: the same request is refused');
+  refused(t, await getSame(), 404, 'not_found', null, 'deactivated: GET too');
+  await endpointsApi(w, 'PATCH', 'remembered/', { is_active: true });
+  t.match((await same()).json, { is_cached: false }, 'active again: computed afresh');
+  t.match((await same()).json, { is_cached: true });
+
+  const revoke = await request(`${w.url}/api/personal_api_keys/${reader.id}/`, {
+    method: 'DELETE',
+    headers: { authorization: `Bearer ${PERSONAL_API_KEY}` },
+  });
+  t.equal(revoke.status, 204);
+  refused(t, await same(), 401, 'authentication_failed', null, 'revoked: the same request is refused');
+  refused(t, await getSame(), 401, 'authentication_failed', null, 'revoked: GET too');
+
+  t.match(await runOk(w, 'remembered', body), { is_cached: true }, "another key's run shares the result");
+  await endpointsApi(w, 'DELETE', 'remembered/');
+  refused(t, await runEndpoint(w, 'remembered', body), 404, 'not_found', null, 'deleted');
 });
 
 // The slow query runs until the 2 s limit stops it.

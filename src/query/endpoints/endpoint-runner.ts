@@ -36,6 +36,11 @@ export interface RunRequest {
 /** A run's answer: the whole JSON body (SPEC §4). A cached answer is bytes made once and sent as they are. */
 export interface RunAnswer {
   readonly json: string | Buffer;
+  /**
+   * On a cached answer sent as its bytes: true while the same run would still be answered with them (its
+   * result is still cached and young enough), as long as the endpoint does not change.
+   */
+  readonly holds?: () => boolean;
 }
 
 export interface EndpointRunnerConfig {
@@ -125,8 +130,11 @@ export class EndpointRunner {
           clock.lap('./cache');
           return { json: answerOf(computed, endpoint.name, true, clock.done()) };
         }
+        if (computed.name !== endpoint.name) return { json: answerOf(computed, endpoint.name, true) };
+        const maxAgeMs = endpoint.cacheAgeSeconds * 1000;
         return {
-          json: computed.name === endpoint.name ? computed.answer : answerOf(computed, endpoint.name, true),
+          json: computed.answer,
+          holds: () => this.#cache.get(key) === hit && Date.now() - hit.startedAt < maxAgeMs,
         };
       }
       const flight = this.#flights.get(key);

@@ -1,0 +1,67 @@
+/**
+ * Answers remembered by the exact request that got them, for a route whose answers repeat: a cached endpoint
+ * run asked again with the same bytes. Such a request is answered with the same bytes again without being
+ * parsed, authenticated, bound or looked up, for as long as the answer says it still holds (`holds`): the
+ * route decides that (for a run: the catalog has not changed since, and the cached result it came from is
+ * still cached and young enough), so a memo hit never answers what the full path would not.
+ *
+ * The key is everything of the request the answer can depend on: method, path, query string, the
+ * `Authorization` header and the body, so two callers with different keys never share an entry. Bounded in
+ * entries and key length; the oldest entry goes first.
+ */
+
+/** An answer that may be sent again to the same request while `holds()` is true. */
+export interface Memorable {
+  /** The whole body, JSON, sent with status 200. */
+  readonly json: Buffer;
+  readonly holds: () => boolean;
+}
+
+export interface ResponseMemoOptions {
+  /** @default 4096 */
+  readonly maxEntries?: number;
+  /** Longer requests (as key text) are not remembered. @default 4096 */
+  readonly maxKeyLength?: number;
+}
+
+export class ResponseMemo {
+  readonly #entries = new Map<string, Memorable>();
+  readonly #maxEntries: number;
+  readonly #maxKeyLength: number;
+
+  constructor(options: ResponseMemoOptions = {}) {
+    this.#maxEntries = options.maxEntries ?? 4096;
+    this.#maxKeyLength = options.maxKeyLength ?? 4096;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /**
+   * The key of a request. Each part but the last is preceded by its length, so two different requests
+   * never share a key whatever bytes their parts hold; the body is read as latin1, one character a byte.
+   */
+  key(method: string, url: string, query: string, authorization: string, body: Buffer | undefined): string {
+    const head = `${method} ${url.length}:${url}${query.length}:${query}${authorization.length}:${authorization}`;
+    return body === undefined || body.length === 0 ? head : head + body.toString('latin1');
+  }
+
+  /** The answer remembered for `key` if it still holds; one that no longer holds is forgotten. */
+  get(key: string): Buffer | undefined {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.holds()) return entry.json;
+    this.#entries.delete(key);
+    return undefined;
+  }
+
+  set(key: string, entry: Memorable): void {
+    if (key.length > this.#maxKeyLength) return;
+    if (!this.#entries.has(key) && this.#entries.size >= this.#maxEntries) {
+      const oldest = this.#entries.keys().next();
+      if (!oldest.done) this.#entries.delete(oldest.value);
+    }
+    this.#entries.set(key, entry);
+  }
+}
