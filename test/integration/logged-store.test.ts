@@ -162,3 +162,21 @@ t.test('a commit log started afresh never has its blocks taken for ones the tabl
   await store.insert('events', eventRows('visible', 3));
   t.same(await count('visible'), { rows: 6, distinct: 6 });
 });
+
+t.test('blocks reach the tables through files that are gone once applied, whatever the path', async (t) => {
+  // The engine reads each block from a file (INSERT … FROM INFILE): a quote or a backslash in the data
+  // directory's path must not break the statement, and no file may stay behind.
+  const oddDir = await mkdtemp(join(tmpdir(), "weir it's a \\ path-"));
+  t.teardown(() => rm(oddDir, { recursive: true, force: true }));
+  await store.close(); // chDB has one data directory per process
+  const odd = await openEmbeddedStore({ ...config, dataDir: oddDir }, deps);
+  try {
+    await odd.insert('events', eventRows('odd path', 4));
+    const [r] = await odd.query<{ n: string }>(`SELECT count() AS n FROM events WHERE event = 'odd path'`);
+    t.equal(Number(r!.n), 4);
+    t.same(await readdir(join(oddDir, 'chdb', 'weir-inserts')), [], 'no block file left');
+  } finally {
+    await odd.close();
+    store = await openEmbeddedStore(config, deps);
+  }
+});
