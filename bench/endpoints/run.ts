@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/core/logger.ts';
+import { tuneHeap } from '../../src/core/heap-tuning.ts';
 import type { TableReader } from '../../src/core/ports.ts';
 import { startWeir } from '../../src/main.ts';
 import { DEFAULT_LIMITS, printClickHouse } from '../../src/query/clickhouse/printer.ts';
@@ -40,6 +41,8 @@ const RANGES = {
 };
 const DECLARED = { since: { type: 'date' as const }, until: { type: 'date' as const } };
 
+// Weir runs in this process: its heap as the `weir` command sets it.
+tuneHeap();
 const dir = mkdtempSync(join(tmpdir(), 'weir-bench-endpoints-'));
 const config = loadConfig({
   WEIR_PORT: '0',
