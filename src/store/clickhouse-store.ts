@@ -13,10 +13,6 @@ type ChConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'
 export type StoreLocation =
   { readonly kind: 'chdb'; readonly path: string } | { readonly kind: 'http'; readonly url: string };
 
-/**
- * The Store on ClickHouse through `@clickhouse/client`: over HTTP to a server, or in-process on chDB via
- * `chdb/connection`. The SQL is the same; only the connection differs. The client's types stay in here.
- */
 /** chDB's own query call: runs off the main thread; its errors carry the engine's code as `clickhouseCode`. */
 type ChdbQuery = (sql: string, options: { format: string }) => Promise<unknown>;
 
@@ -87,6 +83,10 @@ const EMBEDDED_INSERT_SETTINGS = {
   max_insert_threads: 1,
 } as const;
 
+/**
+ * The Store on ClickHouse through `@clickhouse/client`: over HTTP to a server, or in-process on chDB via
+ * `chdb/connection`. The SQL is the same; only the connection differs. The client's types stay in here.
+ */
 export class ClickHouseStore implements Store, TableReader {
   readonly #client: ClickHouseClient;
   readonly #fileInserts: FileInserts | undefined;
