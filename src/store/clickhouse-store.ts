@@ -1,5 +1,5 @@
 import { mkdirSync, rmSync } from 'node:fs';
-import { rm, writeFile } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
@@ -39,12 +39,17 @@ class FileInserts {
 
   async insert(
     table: string,
-    data: Buffer,
+    data: readonly Buffer[],
     settings: Readonly<Record<string, string | number>>,
   ): Promise<void> {
     const file = join(this.#dir, `${++this.#next}.json`);
-    await writeFile(file, data);
     try {
+      const handle = await open(file, 'w');
+      try {
+        await handle.writev(data);
+      } finally {
+        await handle.close();
+      }
       const with_ = Object.entries(settings)
         .map(([k, v]) => `${k} = ${typeof v === 'number' ? v : sqlString(v)}`)
         .join(', ');
@@ -109,10 +114,10 @@ export class ClickHouseStore implements Store, TableReader {
   }
 
   /**
-   * Inserts JSONEachRow bytes as one block. `token` makes a repeated insert of the same block a no-op
-   * (tables carry `non_replicated_deduplication_window`).
+   * Inserts JSONEachRow bytes, given in parts that follow one another, as one block. `token` makes a repeated
+   * insert of the same block a no-op (tables carry `non_replicated_deduplication_window`).
    */
-  async insertRaw(table: string, data: Buffer, token: string): Promise<void> {
+  async insertRaw(table: string, data: readonly Buffer[], token: string): Promise<void> {
     if (this.#fileInserts) {
       await this.#fileInserts.insert(table, data, {
         insert_deduplication_token: token,
@@ -122,7 +127,7 @@ export class ClickHouseStore implements Store, TableReader {
     }
     await this.#client.insert({
       table,
-      values: Readable.from([data]),
+      values: Readable.from(data),
       format: 'JSONEachRow',
       clickhouse_settings: { insert_deduplication_token: token, ...INSERT_SETTINGS },
     });

@@ -345,8 +345,7 @@ export class LoggedStore implements Store, TableReader {
       else byTable.set(f.table, [f.data]);
     }
     for (const [table, parts] of byTable) {
-      const data = jsonArrayOf(parts);
-      await this.#insertChecked(table, data, `${token}:${table}`);
+      await this.#insertChecked(table, jsonArrayParts(parts), `${token}:${table}`);
     }
     await this.#log.endApply(to);
     this.#applied = to;
@@ -367,18 +366,17 @@ export class LoggedStore implements Store, TableReader {
     this.#deps.metrics.storeApplyRows.observe(rows);
   }
 
-  /** Inserts `data`; on a data error, finds the rows at fault by bisection and sets them aside. */
   /**
-   * Inserts `data`; on a data error, finds the rows at fault by bisection and sets them aside. When every row
-   * fails, the fault is not in the rows (a schema the rows do not fit, say): nothing is set aside, the error
-   * stands, and the block is retried later like any other failure.
+   * Inserts `data` (one JSON array, in parts); on a data error, finds the rows at fault by bisection and sets
+   * them aside. When every row fails, the fault is not in the rows (a schema the rows do not fit, say):
+   * nothing is set aside, the error stands, and the block is retried later like any other failure.
    */
-  async #insertChecked(table: string, data: Buffer, token: string): Promise<void> {
+  async #insertChecked(table: string, data: readonly Buffer[], token: string): Promise<void> {
     try {
       await this.#inner.insertRaw(table, data, token);
     } catch (err) {
       if (!isDataError(err)) throw err;
-      const lines = rowLines(data);
+      const lines = rowLines(Buffer.concat(data));
       const refused: { line: number; err: unknown }[] = [];
       await this.#bisect(table, lines, 0, lines.length, token, err, refused);
       if (refused.length === lines.length) throw err;
@@ -406,7 +404,7 @@ export class LoggedStore implements Store, TableReader {
       [mid, hi],
     ] as const) {
       try {
-        await this.#inner.insertRaw(table, Buffer.concat(lines.slice(a, b)), `${token}:${a}-${b}`);
+        await this.#inner.insertRaw(table, lines.slice(a, b), `${token}:${a}-${b}`);
       } catch (e) {
         if (!isDataError(e)) throw e;
         await this.#bisect(table, lines, a, b, token, e, refused);
@@ -443,6 +441,14 @@ export function blockToken(logId: string, from: LogPosition, to: LogPosition): s
 export function jsonArrayOf(frames: readonly Buffer[]): Buffer {
   const only = frames.length === 1 ? frames[0]! : undefined;
   if (only && only[0] === OPEN_BRACKET && only.byteLength === only.buffer.byteLength) return only;
+  return Buffer.concat(jsonArrayParts(frames));
+}
+
+/**
+ * `jsonArrayOf` as the pieces to write one after another, without copying them into one buffer: the applier
+ * hands a block of a few MB to the engine this way (a copy of it on the main thread took milliseconds).
+ */
+export function jsonArrayParts(frames: readonly Buffer[]): Buffer[] {
   const parts: Buffer[] = [OPEN];
   for (const f of frames) {
     const members = f[0] === OPEN_BRACKET ? f.subarray(1, f.length - 1) : linesAsMembers(f);
@@ -451,7 +457,7 @@ export function jsonArrayOf(frames: readonly Buffer[]): Buffer {
     parts.push(members);
   }
   parts.push(CLOSE);
-  return Buffer.concat(parts);
+  return parts;
 }
 
 const OPEN_BRACKET = 0x5b;
