@@ -7,7 +7,8 @@
  *
  * The key is everything of the request the answer can depend on: method, path, query string, the
  * `Authorization` header and the body, so two callers with different keys never share an entry. Bounded in
- * entries and key length; the oldest entry goes first.
+ * entries, key length and answer bytes (an answer that no longer holds may be a result its cache has let go,
+ * kept only here until its request comes again); the oldest entry goes first.
  */
 
 /** An answer that may be sent again to the same request while `holds()` is true. */
@@ -22,20 +23,30 @@ export interface ResponseMemoOptions {
   readonly maxEntries?: number;
   /** Longer requests (as key text) are not remembered. @default 4096 */
   readonly maxKeyLength?: number;
+  /** Bytes of answers held together; an answer over an eighth of it is not remembered. @default 64 MiB */
+  readonly maxBytes?: number;
 }
 
 export class ResponseMemo {
   readonly #entries = new Map<string, Memorable>();
   readonly #maxEntries: number;
   readonly #maxKeyLength: number;
+  readonly #maxBytes: number;
+  #bytes = 0;
 
   constructor(options: ResponseMemoOptions = {}) {
     this.#maxEntries = options.maxEntries ?? 4096;
     this.#maxKeyLength = options.maxKeyLength ?? 4096;
+    this.#maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
   }
 
   get size(): number {
     return this.#entries.size;
+  }
+
+  /** Bytes of the answers held. */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /**
@@ -52,16 +63,24 @@ export class ResponseMemo {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
     if (entry.holds()) return entry.json;
-    this.#entries.delete(key);
+    this.#delete(key, entry);
     return undefined;
   }
 
   set(key: string, entry: Memorable): void {
-    if (key.length > this.#maxKeyLength) return;
-    if (!this.#entries.has(key) && this.#entries.size >= this.#maxEntries) {
-      const oldest = this.#entries.keys().next();
-      if (!oldest.done) this.#entries.delete(oldest.value);
+    if (key.length > this.#maxKeyLength || entry.json.length > this.#maxBytes / 8) return;
+    const old = this.#entries.get(key);
+    if (old) this.#delete(key, old);
+    for (const [k, e] of this.#entries) {
+      if (this.#entries.size < this.#maxEntries && this.#bytes + entry.json.length <= this.#maxBytes) break;
+      this.#delete(k, e);
     }
     this.#entries.set(key, entry);
+    this.#bytes += entry.json.length;
+  }
+
+  #delete(key: string, entry: Memorable): void {
+    this.#entries.delete(key);
+    this.#bytes -= entry.json.length;
   }
 }

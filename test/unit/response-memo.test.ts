@@ -53,13 +53,39 @@ t.test('bounded: the oldest entry goes first; a request too long is not remember
   memo.set('a', answer('A'));
   memo.set('b', answer('B'));
   memo.set('a', answer('A2'));
-  t.equal(memo.size, 2, 'a set again takes no room');
+  t.equal(memo.size, 2, 'a set again takes no more room');
   memo.set('c', answer('C'));
   t.same(
     ['a', 'b', 'c'].map((k) => memo.get(k)?.toString()),
-    [undefined, 'B', 'C'],
+    ['A2', undefined, 'C'],
+    'a set again counts as new',
   );
   memo.set('x'.repeat(11), answer('X'));
   t.equal(memo.get('x'.repeat(11)), undefined);
+  t.end();
+});
+
+t.test('bounded in bytes: old answers go to make room; one over an eighth of the bound is not kept', (t) => {
+  const memo = new ResponseMemo({ maxBytes: 80 });
+  memo.set('a', answer('a'.repeat(10)));
+  memo.set('b', answer('b'.repeat(10)));
+  memo.set('a', answer('A'.repeat(8)));
+  t.equal(memo.bytes, 18, 'an answer set again replaces its bytes');
+  t.equal(memo.get('a')?.toString(), 'AAAAAAAA');
+  for (const k of ['c', 'd', 'e', 'f', 'g', 'h', 'i']) memo.set(k, answer(k.repeat(10)));
+  t.ok(memo.bytes <= 80);
+  t.equal(memo.get('b'), undefined, 'the oldest went first');
+  t.equal(memo.get('h')?.toString(), 'hhhhhhhhhh');
+  memo.set('big', answer('x'.repeat(11)));
+  t.equal(memo.get('big'), undefined);
+  let holds = true;
+  memo.set(
+    'gone',
+    answer('z'.repeat(10), () => holds),
+  );
+  const before = memo.bytes;
+  holds = false;
+  t.equal(memo.get('gone'), undefined);
+  t.equal(memo.bytes, before - 10, 'an answer that stopped holding gives its bytes back');
   t.end();
 });
