@@ -50,12 +50,21 @@ export class ResponseMemo {
   }
 
   /**
-   * The key of a request. Each part but the last is preceded by its length, so two different requests
-   * never share a key whatever bytes their parts hold; the body is read as latin1, one character a byte.
+   * The key of a request, or undefined for one too long to remember (its body is not even read then). Each
+   * part but the last is preceded by its length, so two different requests never share a key whatever bytes
+   * their parts hold; the body is read as latin1, one character a byte.
    */
-  key(method: string, url: string, query: string, authorization: string, body: Buffer | undefined): string {
+  key(
+    method: string,
+    url: string,
+    query: string,
+    authorization: string,
+    body: Buffer | undefined,
+  ): string | undefined {
     const head = `${method} ${url.length}:${url}${query.length}:${query}${authorization.length}:${authorization}`;
-    return body === undefined || body.length === 0 ? head : head + body.toString('latin1');
+    const bodyLength = body?.length ?? 0;
+    if (head.length + bodyLength > this.#maxKeyLength) return undefined;
+    return bodyLength === 0 ? head : head + body!.toString('latin1');
   }
 
   /** The answer remembered for `key` if it still holds; one that no longer holds is forgotten. */
@@ -68,7 +77,7 @@ export class ResponseMemo {
   }
 
   set(key: string, entry: Memorable): void {
-    if (key.length > this.#maxKeyLength || entry.json.length > this.#maxBytes / 8) return;
+    if (entry.json.length > this.#maxBytes / 8) return;
     const old = this.#entries.get(key);
     if (old) this.#delete(key, old);
     for (const [k, e] of this.#entries) {
