@@ -118,13 +118,7 @@ function handle(res: HttpResponse, req: HttpRequest, route: Route, deps: ApiRout
     memo === undefined || route.withBody
       ? undefined
       : memo.key(route.method, url, rawQuery, authorization, undefined);
-  if (headKey !== undefined) {
-    const hit = memo!.get(headKey);
-    if (hit !== undefined) {
-      reply.send(200, hit, JSON_TYPE);
-      return;
-    }
-  }
+  if (headKey !== undefined && answeredFromMemo(reply, memo!, headKey)) return;
   const params: string[] = [];
   for (let i = 0; i < route.paramCount; i++) params.push(decodeParam(req.getParameter(i) ?? ''));
   const request = new Request(
@@ -151,13 +145,9 @@ function handle(res: HttpResponse, req: HttpRequest, route: Route, deps: ApiRout
       return;
     }
     const memoKey = memo?.key(route.method, url, rawQuery, authorization, body);
-    if (memoKey !== undefined) {
-      const hit = memo!.get(memoKey);
-      if (hit !== undefined) {
-        reply.send(200, hit, JSON_TYPE);
-        deps.inFlight.end();
-        return;
-      }
+    if (memoKey !== undefined && answeredFromMemo(reply, memo!, memoKey)) {
+      deps.inFlight.end();
+      return;
     }
     try {
       request.body = parseJson(body);
@@ -168,6 +158,14 @@ function handle(res: HttpResponse, req: HttpRequest, route: Route, deps: ApiRout
     }
     answer(reply, request, route, deps, memoKey);
   });
+}
+
+/** Sends the answer the memo holds for `key`, if it still holds: true when it did. */
+function answeredFromMemo(reply: Reply, memo: ResponseMemo, key: string): boolean {
+  const hit = memo.get(key);
+  if (hit === undefined) return false;
+  reply.send(200, hit, JSON_TYPE);
+  return true;
 }
 
 /**
