@@ -2,7 +2,7 @@ import type { EventBatch, Lane } from '../core/event.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Bus } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
-import { mergeByLane, type WaitingRequest } from './merge-requests.ts';
+import { mergeByLane, settleByLane, type WaitingRequest } from './merge-requests.ts';
 
 /** Where the embedded bus delivers: ingest, in the same process. */
 export interface EventSink {
@@ -111,8 +111,6 @@ export class EmbeddedBus implements Bus {
     }
     const handled = new Map<Lane, Promise<void>>();
     for (const batch of mergeByLane(waiting)) handled.set(batch.lane, this.#sink.handle(batch));
-    for (const { batches, resolve, reject } of waiting) {
-      Promise.all(batches.map((b) => handled.get(b.lane)!)).then(() => resolve(), reject);
-    }
+    void settleByLane(waiting, handled);
   }
 }

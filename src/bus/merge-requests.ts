@@ -28,3 +28,23 @@ export function mergeByLane(requests: readonly WaitingRequest[]): EventBatch[] {
   }
   return [...lanes].map(([lane, merged]) => ({ lane, ...merged }));
 }
+
+/**
+ * Answers each request once every lane it has events on is settled (`lanes`: one promise per lane, as the
+ * merged batches were handed on); a failure reaches the request as `failure` makes it. Resolves when every
+ * request is answered.
+ */
+export async function settleByLane(
+  requests: readonly WaitingRequest[],
+  lanes: ReadonlyMap<Lane, Promise<void>>,
+  failure: (err: unknown) => unknown = (err) => err,
+): Promise<void> {
+  await Promise.all(
+    requests.map((w) =>
+      Promise.all(w.batches.map((b) => lanes.get(b.lane) ?? Promise.resolve())).then(
+        () => w.resolve(),
+        (err: unknown) => w.reject(failure(err)),
+      ),
+    ),
+  );
+}

@@ -5,7 +5,7 @@ import type { Metrics } from '../../core/metrics.ts';
 import { partitionOf } from '../../core/partition.ts';
 import type { Bus } from '../../core/ports.ts';
 import { AppError } from '../../errors/app-error.ts';
-import { mergeByLane, type WaitingRequest } from '../merge-requests.ts';
+import { mergeByLane, settleByLane, type WaitingRequest } from '../merge-requests.ts';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { ENCODING_HEADER, batchJson, batchMessageId, encodeJson, type BusEncoding } from './codec.ts';
 import { NatsLink } from './connection.ts';
@@ -158,13 +158,7 @@ export class JetStreamBus implements Bus {
       for (const w of flight) w.reject(this.#unavailable(err));
       return;
     }
-    const answers = flight.map((w) =>
-      Promise.all(w.batches.map((b) => acked.get(b.lane) ?? Promise.resolve())).then(
-        () => w.resolve(),
-        (err: unknown) => w.reject(this.#unavailable(err)),
-      ),
-    );
-    await Promise.all(answers);
+    await settleByLane(flight, acked, (err) => this.#unavailable(err));
     this.#metrics.busPublishDuration.observe((performance.now() - started) / 1000);
   }
 
