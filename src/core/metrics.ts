@@ -88,6 +88,11 @@ export class Metrics {
     help: 'Bytes committed to the commit log and not yet applied to the tables.',
     registers: [this.registry],
   });
+  readonly storeEngineWaiting = new Gauge({
+    name: 'weir_store_engine_waiting',
+    help: 'Calls to the embedded engine (chDB) waiting for their turn: it runs one statement at a time.',
+    registers: [this.registry],
+  });
   readonly storeApplyDuration = new Histogram({
     name: 'weir_store_apply_duration_seconds',
     help: 'Duration of applying one block of the commit log to the tables.',

@@ -6,6 +6,7 @@ import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { createChdbConnection } from 'chdb/connection';
 import { StoreQueryError, type ResultTable, type Row, type Store, type TableReader } from '../core/ports.ts';
 import type { Logger } from '../core/logger.ts';
+import { ChdbGate, type GatePriority } from './chdb-gate.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 
 type ChConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];
@@ -95,22 +96,40 @@ const EMBEDDED_INSERT_SETTINGS = {
 export class ClickHouseStore implements Store, TableReader {
   readonly #client: ClickHouseClient;
   readonly #fileInserts: FileInserts | undefined;
+  /** In-process (chDB) only: every engine call waits its turn here, not on a thread of Node's pool. */
+  readonly #gate: ChdbGate | undefined;
 
-  private constructor(client: ClickHouseClient, fileInserts: FileInserts | undefined) {
+  private constructor(
+    client: ClickHouseClient,
+    fileInserts: FileInserts | undefined,
+    gate: ChdbGate | undefined,
+  ) {
     this.#client = client;
     this.#fileInserts = fileInserts;
+    this.#gate = gate;
   }
 
-  static open(location: StoreLocation): ClickHouseStore {
-    if (location.kind === 'http') return new ClickHouseStore(createClient({ url: location.url }), undefined);
+  /** `onEngineWaiting`: in-process, hears how many engine calls wait for their turn (see ChdbGate). */
+  static open(
+    location: StoreLocation,
+    options: { readonly onEngineWaiting?: (waiting: number) => void } = {},
+  ): ClickHouseStore {
+    if (location.kind === 'http')
+      return new ClickHouseStore(createClient({ url: location.url }), undefined, undefined);
     const connection = createChdbConnection({ path: location.path });
     // chdb ships its own copy of clickhouse-js's Connection types; the shapes are the same.
     const client = createClient({ connection: connection as unknown as ChConnection });
     const { chdb } = connection as unknown as { chdb: { queryAsync: ChdbQuery } };
+    const gate = new ChdbGate({ onWaiting: options.onEngineWaiting });
     const fileInserts = new FileInserts(join(location.path, 'weir-inserts'), (sql, options) =>
-      chdb.queryAsync(sql, options),
+      gate.run('store', () => chdb.queryAsync(sql, options)),
     );
-    return new ClickHouseStore(client, fileInserts);
+    return new ClickHouseStore(client, fileInserts, gate);
+  }
+
+  /** `work` (one engine call) through the gate when the engine is in-process, else at once. */
+  #call<T>(priority: GatePriority, work: () => Promise<T>): Promise<T> {
+    return this.#gate ? this.#gate.run(priority, work) : work();
   }
 
   /**
@@ -125,6 +144,7 @@ export class ClickHouseStore implements Store, TableReader {
       });
       return;
     }
+    // Over HTTP: the server runs inserts side by side, and nothing here waits on a thread of Node's pool.
     await this.#client.insert({
       table,
       values: Readable.from(data),
@@ -135,32 +155,39 @@ export class ClickHouseStore implements Store, TableReader {
 
   async insert(table: string, rows: readonly Row[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.#client.insert({
-      table,
-      values: rows,
-      format: 'JSONEachRow',
-      clickhouse_settings: INSERT_SETTINGS,
-    });
+    await this.#call('store', () =>
+      this.#client.insert({
+        table,
+        values: rows,
+        format: 'JSONEachRow',
+        clickhouse_settings: INSERT_SETTINGS,
+      }),
+    );
   }
 
   async query<T = Row>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
-    const rs = await this.#client.query({ query: sql, query_params: params, format: 'JSONEachRow' });
+    const rs = await this.#call('store', () =>
+      this.#client.query({ query: sql, query_params: params, format: 'JSONEachRow' }),
+    );
     return rs.json<T>();
   }
 
   /**
    * Runs one SELECT and returns it as a table. JSONCompactEachRowWithNamesAndTypes: names and types, then rows
    * as arrays. (chDB 3.4 writes JSONCompact out of order for an empty result WITH TOTALS; this format has no
-   * totals, and the resolver refuses WITH TOTALS.)
+   * totals, and the resolver refuses WITH TOTALS.) A reader's query: in-process, the store's own work goes
+   * first (see ChdbGate).
    */
   async queryTable(sql: string, params: Record<string, unknown>): Promise<ResultTable> {
     let lines: unknown[][];
     try {
-      const rs = await this.#client.query({
-        query: sql,
-        query_params: params,
-        format: 'JSONCompactEachRowWithNamesAndTypes',
-      });
+      const rs = await this.#call('reader', () =>
+        this.#client.query({
+          query: sql,
+          query_params: params,
+          format: 'JSONCompactEachRowWithNamesAndTypes',
+        }),
+      );
       lines = await rs.json<unknown[]>();
     } catch (err) {
       throw toStoreQueryError(err);
@@ -170,7 +197,7 @@ export class ClickHouseStore implements Store, TableReader {
   }
 
   async command(sql: string): Promise<void> {
-    await this.#client.command({ query: sql });
+    await this.#call('store', () => this.#client.command({ query: sql }));
   }
 
   async close(): Promise<void> {

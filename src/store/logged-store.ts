@@ -510,7 +510,10 @@ export async function openEmbeddedStore(
   config: EmbeddedStoreConfig,
   deps: LoggedStoreDeps,
 ): Promise<LoggedStore> {
-  const inner = ClickHouseStore.open({ kind: 'chdb', path: join(config.dataDir, 'chdb') });
+  const inner = ClickHouseStore.open(
+    { kind: 'chdb', path: join(config.dataDir, 'chdb') },
+    { onEngineWaiting: (n) => deps.metrics.storeEngineWaiting.set(n) },
+  );
   try {
     await migrate(inner, deps.logger);
     return await LoggedStore.open(

@@ -1,0 +1,76 @@
+import { asError } from '../errors/app-error.ts';
+
+/**
+ * Who a chDB call is for: the store's own work (applying the commit log, ingest's person and group lookups,
+ * schema statements), or a reader of the query API and endpoint runs.
+ */
+export type GatePriority = 'store' | 'reader';
+
+/**
+ * The queue in front of chDB, which runs one statement at a time. Left to itself, chdb-node queues the calls
+ * in arrival order: parameterised queries in one promise chain of its own, any other call on a thread of
+ * Node's libuv pool, which it holds while it waits for the engine. So:
+ * - ingest's person lookups, and the commit log's apply, queued behind every query of the query API and of
+ *   endpoint runs that came before them, and capture, which answers once ingest has stored its events, waited
+ *   for all of those queries. Measured: a first-seen user's single event took 1.2-1.6 s (3.5 s once) while six
+ *   queries of ~0.3 s each were queued; with the gate, 0.1 s (2-core machine, 2026-11-22).
+ * - calls that are not parameterised take a pool thread each while they wait, and the pool has four: the
+ *   file system's calls (the commit log's write and fdatasync among them) then wait too. Measured in a script:
+ *   with eight such queries in flight, an fdatasync issued 50 ms in finished after 1.7 s.
+ *
+ * The gate lets `limit` calls (one: the engine would run no more at once) go to chDB and keeps the rest here,
+ * where they hold no thread, and it lets the store's own work go before readers, so a query that is waiting
+ * holds up ingest for no longer than the one statement that is running. Readers keep their arrival order
+ * among themselves, and so does the store's work.
+ */
+export class ChdbGate {
+  readonly #limit: number;
+  readonly #onWaiting: ((waiting: number) => void) | undefined;
+  #running = 0;
+  readonly #store: (() => void)[] = [];
+  readonly #readers: (() => void)[] = [];
+
+  /** `onWaiting` hears how many calls wait, whenever that changes (for a metric). */
+  constructor(options: { readonly limit?: number; readonly onWaiting?: (waiting: number) => void } = {}) {
+    this.#limit = Math.max(1, options.limit ?? 1);
+    this.#onWaiting = options.onWaiting;
+  }
+
+  /** Calls waiting for their turn. */
+  get waiting(): number {
+    return this.#store.length + this.#readers.length;
+  }
+
+  /** Runs `work` (one chDB call) when its turn comes; settles as it does. */
+  run<T>(priority: GatePriority, work: () => Promise<T>): Promise<T> {
+    if (this.#running < this.#limit) {
+      this.#running++;
+      return this.#execute(work);
+    }
+    return new Promise<T>((resolve, reject) => {
+      (priority === 'store' ? this.#store : this.#readers).push(() => {
+        this.#execute(work).then(resolve, reject);
+      });
+      this.#onWaiting?.(this.waiting);
+    });
+  }
+
+  #execute<T>(work: () => Promise<T>): Promise<T> {
+    let started: Promise<T>;
+    try {
+      started = work();
+    } catch (err) {
+      started = Promise.reject(asError(err));
+    }
+    return started.finally(() => this.#release());
+  }
+
+  /** Hands the finished call's place to the next in line (the store's work first), or frees it. */
+  #release(): void {
+    const next = this.#store.shift() ?? this.#readers.shift();
+    if (next) {
+      this.#onWaiting?.(this.waiting);
+      next();
+    } else this.#running--;
+  }
+}

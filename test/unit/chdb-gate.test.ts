@@ -1,0 +1,78 @@
+import t from 'tap';
+import { ChdbGate } from '../../src/store/chdb-gate.ts';
+
+/** A call the test finishes by hand, recording when it started. */
+function controlled(log: string[], name: string): { work: () => Promise<string>; finish: () => void } {
+  let finish!: () => void;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  return {
+    work: async () => {
+      log.push(`start ${name}`);
+      await done;
+      return name;
+    },
+    finish: () => finish(),
+  };
+}
+
+const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+t.test('one call at a time; the store’s work goes before readers, each in arrival order', async (t) => {
+  const log: string[] = [];
+  const waiting: number[] = [];
+  const gate = new ChdbGate({ onWaiting: (n) => waiting.push(n) });
+  const first = controlled(log, 'reader 1');
+  const reader2 = controlled(log, 'reader 2');
+  const reader3 = controlled(log, 'reader 3');
+  const store1 = controlled(log, 'store 1');
+  const store2 = controlled(log, 'store 2');
+  const results = [
+    gate.run('reader', first.work),
+    gate.run('reader', reader2.work),
+    gate.run('reader', reader3.work),
+    gate.run('store', store1.work),
+    gate.run('store', store2.work),
+  ];
+  await turn();
+  t.same(log, ['start reader 1'], 'only the first call runs');
+  t.equal(gate.waiting, 4);
+  for (const c of [first, store1, store2, reader2, reader3]) {
+    c.finish();
+    await turn();
+  }
+  t.same(await Promise.all(results), ['reader 1', 'reader 2', 'reader 3', 'store 1', 'store 2']);
+  t.same(log, ['start reader 1', 'start store 1', 'start store 2', 'start reader 2', 'start reader 3']);
+  t.equal(gate.waiting, 0);
+  t.same(waiting, [1, 2, 3, 4, 3, 2, 1, 0], 'the waiting count is told on every change');
+});
+
+t.test('a call that fails, or throws before it starts, gives its turn to the next', async (t) => {
+  const gate = new ChdbGate();
+  const failing = gate.run('store', () => Promise.reject(new Error('engine said no')));
+  const throwing = gate.run('store', () => {
+    throw new Error('bad statement');
+  });
+  const next = gate.run('reader', () => Promise.resolve('ran'));
+  await t.rejects(failing, /engine said no/);
+  await t.rejects(throwing, /bad statement/);
+  t.equal(await next, 'ran');
+  t.equal(gate.waiting, 0);
+  t.equal(await gate.run('reader', () => Promise.resolve('again')), 'again', 'the gate is free afterwards');
+});
+
+t.test('a larger limit lets that many calls run at once', async (t) => {
+  const log: string[] = [];
+  const gate = new ChdbGate({ limit: 2 });
+  const a = controlled(log, 'a');
+  const b = controlled(log, 'b');
+  const c = controlled(log, 'c');
+  const all = [gate.run('reader', a.work), gate.run('reader', b.work), gate.run('reader', c.work)];
+  await turn();
+  t.same(log, ['start a', 'start b']);
+  b.finish();
+  await turn();
+  t.same(log, ['start a', 'start b', 'start c']);
+  a.finish();
+  c.finish();
+  t.same(await Promise.all(all), ['a', 'b', 'c']);
+});
