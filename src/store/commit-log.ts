@@ -258,9 +258,9 @@ export class CommitLog {
 /**
  * Writes `parts` at `position` (one `writev`, more only if the kernel takes less), then `fdatasync`s. The
  * position is explicit: after a failed write is cut off, the next one must start where the log ends, not
- * where the file offset was left. On the callback API,
- * on the callback API, without the promise and FileHandle machinery of two `fs/promises` calls per commit,
- * which showed in a profile of single-event capture (a commit every millisecond or so).
+ * where the file offset was left. On the callback API, without the promise and FileHandle machinery of two
+ * `fs/promises` calls per commit, which showed in a profile of single-event capture (a commit every
+ * millisecond or so).
  */
 function writeAndSync(fd: number, parts: Buffer[], position: number, sync: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
