@@ -77,7 +77,15 @@ export interface ResultTable {
  * StoreQueryError when the engine refuses or stops the query.
  */
 export interface TableReader {
-  queryTable(sql: string, params: Record<string, unknown>): Promise<ResultTable>;
+  queryTable(sql: string, params: Record<string, unknown>, options?: TableQueryOptions): Promise<ResultTable>;
+}
+
+export interface TableQueryOptions {
+  /**
+   * How long the query may wait for an engine busy with other work before it is given up unrun, failing
+   * with a StoreWaitTimeout. Only a store whose engine runs one query at a time (chDB) makes queries wait.
+   */
+  readonly maxWaitMs?: number;
 }
 
 /** The engine refused or stopped a query: its error, converted once at the store's edge. */
@@ -92,6 +100,14 @@ export class StoreQueryError extends Error {
     this.name = 'StoreQueryError';
     this.code = code;
     this.type = type;
+  }
+}
+
+/** The query was given up unrun: it waited for the engine, busy with other work, past its `maxWaitMs`. */
+export class StoreWaitTimeout extends StoreQueryError {
+  constructor(message: string) {
+    super(159, 'TIMEOUT_EXCEEDED', message);
+    this.name = 'StoreWaitTimeout';
   }
 }
 

@@ -117,7 +117,10 @@ export async function runCompiledQuery(
 
   let table: ResultTable;
   try {
-    table = await deps.store.queryTable(printed.sql, printed.params);
+    // Waiting for the engine (busy with other queries) counts against the run's limit as running does.
+    table = await deps.store.queryTable(printed.sql, printed.params, {
+      maxWaitMs: limits.maxExecutionSeconds * 1000,
+    });
   } catch (err) {
     throw queryFailure(err, limits);
   }

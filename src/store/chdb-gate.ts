@@ -23,17 +23,52 @@ export type GatePriority = 'store' | 'reader';
  * holds up ingest for no longer than the one statement that is running. Readers keep their arrival order
  * among themselves, and so does the store's work.
  */
+/** A call given up unrun: it waited for its turn longer than it was allowed to. */
+export class EngineWaitTimeout extends Error {
+  override name = 'EngineWaitTimeout';
+  readonly waitedMs: number;
+
+  constructor(waitedMs: number, maxWaitMs: number) {
+    super(
+      `waited ${seconds(waitedMs)} s for the engine, busy with other work, longer than the ${seconds(maxWaitMs)} s allowed`,
+    );
+    this.waitedMs = waitedMs;
+  }
+}
+
+/** Milliseconds as seconds to a tenth, without a trailing `.0`. */
+function seconds(ms: number): number {
+  return Number((ms / 1000).toFixed(1));
+}
+
+interface Waiting {
+  readonly since: number;
+  readonly maxWaitMs: number;
+  /** Runs the call in the place just handed over. */
+  readonly start: () => void;
+  /** Gives the call up unrun. */
+  readonly expire: (waitedMs: number) => void;
+}
+
 export class ChdbGate {
   readonly #limit: number;
   readonly #onWaiting: ((waiting: number) => void) | undefined;
+  readonly #now: () => number;
   #running = 0;
-  readonly #store: (() => void)[] = [];
-  readonly #readers: (() => void)[] = [];
+  readonly #store: Waiting[] = [];
+  readonly #readers: Waiting[] = [];
 
-  /** `onWaiting` hears how many calls wait, whenever that changes (for a metric). */
-  constructor(options: { readonly limit?: number; readonly onWaiting?: (waiting: number) => void } = {}) {
+  /** `onWaiting` hears how many calls wait, whenever that changes (for a metric); `now` is the clock, in ms. */
+  constructor(
+    options: {
+      readonly limit?: number;
+      readonly onWaiting?: (waiting: number) => void;
+      readonly now?: () => number;
+    } = {},
+  ) {
     this.#limit = Math.max(1, options.limit ?? 1);
     this.#onWaiting = options.onWaiting;
+    this.#now = options.now ?? (() => performance.now());
   }
 
   /** Calls waiting for their turn. */
@@ -41,15 +76,24 @@ export class ChdbGate {
     return this.#store.length + this.#readers.length;
   }
 
-  /** Runs `work` (one chDB call) when its turn comes; settles as it does. */
-  run<T>(priority: GatePriority, work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` (one chDB call) when its turn comes; settles as it does. A call still waiting after
+   * `maxWaitMs` is given up when its turn comes, without running (EngineWaitTimeout): a reader whose caller
+   * has had its answer (a timeout) by then would only hold up the calls behind it.
+   */
+  run<T>(priority: GatePriority, work: () => Promise<T>, maxWaitMs = Infinity): Promise<T> {
     if (this.#running < this.#limit) {
       this.#running++;
       return this.#execute(work);
     }
     return new Promise<T>((resolve, reject) => {
-      (priority === 'store' ? this.#store : this.#readers).push(() => {
-        this.#execute(work).then(resolve, reject);
+      (priority === 'store' ? this.#store : this.#readers).push({
+        since: this.#now(),
+        maxWaitMs,
+        start: () => {
+          this.#execute(work).then(resolve, reject);
+        },
+        expire: (waitedMs) => reject(new EngineWaitTimeout(waitedMs, maxWaitMs)),
       });
       this.#onWaiting?.(this.waiting);
     });
@@ -65,12 +109,28 @@ export class ChdbGate {
     return started.finally(() => this.#release());
   }
 
-  /** Hands the finished call's place to the next in line (the store's work first), or frees it. */
+  /**
+   * Hands the finished call's place to the next in line (the store's work first), giving up on the way those
+   * that waited too long; or frees the place.
+   */
   #release(): void {
-    const next = this.#store.shift() ?? this.#readers.shift();
-    if (next) {
+    let expired = false;
+    for (;;) {
+      const next = this.#store.shift() ?? this.#readers.shift();
+      if (!next) {
+        this.#running--;
+        if (expired) this.#onWaiting?.(0);
+        return;
+      }
+      const waited = this.#now() - next.since;
+      if (waited > next.maxWaitMs) {
+        next.expire(waited);
+        expired = true;
+        continue;
+      }
       this.#onWaiting?.(this.waiting);
-      next();
-    } else this.#running--;
+      next.start();
+      return;
+    }
   }
 }

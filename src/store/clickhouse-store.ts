@@ -4,9 +4,17 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { createChdbConnection } from 'chdb/connection';
-import { StoreQueryError, type ResultTable, type Row, type Store, type TableReader } from '../core/ports.ts';
+import {
+  StoreQueryError,
+  StoreWaitTimeout,
+  type ResultTable,
+  type Row,
+  type Store,
+  type TableQueryOptions,
+  type TableReader,
+} from '../core/ports.ts';
 import type { Logger } from '../core/logger.ts';
-import { ChdbGate, type GatePriority } from './chdb-gate.ts';
+import { ChdbGate, EngineWaitTimeout, type GatePriority } from './chdb-gate.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 
 type ChConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];
@@ -128,8 +136,8 @@ export class ClickHouseStore implements Store, TableReader {
   }
 
   /** `work` (one engine call) through the gate when the engine is in-process, else at once. */
-  #call<T>(priority: GatePriority, work: () => Promise<T>): Promise<T> {
-    return this.#gate ? this.#gate.run(priority, work) : work();
+  #call<T>(priority: GatePriority, work: () => Promise<T>, maxWaitMs?: number): Promise<T> {
+    return this.#gate ? this.#gate.run(priority, work, maxWaitMs) : work();
   }
 
   /**
@@ -178,15 +186,22 @@ export class ClickHouseStore implements Store, TableReader {
    * totals, and the resolver refuses WITH TOTALS.) A reader's query: in-process, the store's own work goes
    * first (see ChdbGate).
    */
-  async queryTable(sql: string, params: Record<string, unknown>): Promise<ResultTable> {
+  async queryTable(
+    sql: string,
+    params: Record<string, unknown>,
+    options: TableQueryOptions = {},
+  ): Promise<ResultTable> {
     let lines: unknown[][];
     try {
-      const rs = await this.#call('reader', () =>
-        this.#client.query({
-          query: sql,
-          query_params: params,
-          format: 'JSONCompactEachRowWithNamesAndTypes',
-        }),
+      const rs = await this.#call(
+        'reader',
+        () =>
+          this.#client.query({
+            query: sql,
+            query_params: params,
+            format: 'JSONCompactEachRowWithNamesAndTypes',
+          }),
+        options.maxWaitMs,
       );
       lines = await rs.json<unknown[]>();
     } catch (err) {
@@ -207,6 +222,7 @@ export class ClickHouseStore implements Store, TableReader {
 
 /** The engine's error as a StoreQueryError; anything else (a broken connection, a bug) as it is. */
 function toStoreQueryError(err: unknown): unknown {
+  if (err instanceof EngineWaitTimeout) return new StoreWaitTimeout(err.message);
   // Matched by shape: chDB's connection builds its errors with its own copy of clickhouse-js's error class.
   const { code, type } = err as { code?: unknown; type?: unknown };
   if (!(err instanceof Error) || typeof code !== 'string' || !/^\d+$/.test(code) || typeof type !== 'string')

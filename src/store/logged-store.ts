@@ -2,7 +2,7 @@ import { appendFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
-import type { QueryOptions, ResultTable, Row, Store, TableReader } from '../core/ports.ts';
+import type { QueryOptions, ResultTable, Row, Store, TableQueryOptions, TableReader } from '../core/ports.ts';
 import { ClickHouseStore, migrate } from './clickhouse-store.ts';
 import { CommitLog, comparePositions, type LogFrame, type LogPosition } from './commit-log.ts';
 import { asError } from '../errors/app-error.ts';
@@ -211,11 +211,15 @@ export class LoggedStore implements Store, TableReader {
   }
 
   /** Runs one SELECT after applying what is committed, so it sees every acknowledged row. */
-  async queryTable(sql: string, params: Record<string, unknown>): Promise<ResultTable> {
+  async queryTable(
+    sql: string,
+    params: Record<string, unknown>,
+    options: TableQueryOptions = {},
+  ): Promise<ResultTable> {
     const end = this.#deps.metrics.storeQueryDuration.startTimer();
     try {
       await this.#applyAll();
-      return await this.#inner.queryTable(sql, params);
+      return await this.#inner.queryTable(sql, params, options);
     } finally {
       end();
     }

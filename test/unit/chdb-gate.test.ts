@@ -76,3 +76,31 @@ t.test('a larger limit lets that many calls run at once', async (t) => {
   c.finish();
   t.same(await Promise.all(all), ['a', 'b', 'c']);
 });
+
+t.test('a call that waited past its limit is given up unrun when its turn comes', async (t) => {
+  let now = 0;
+  const waiting: number[] = [];
+  const gate = new ChdbGate({ now: () => now, onWaiting: (n) => waiting.push(n) });
+  const log: string[] = [];
+  const running = controlled(log, 'running');
+  const first = gate.run('reader', running.work);
+  const late = gate.run('reader', () => Promise.resolve('late ran'), 1_000);
+  const alsoLate = gate.run('reader', () => Promise.resolve('also late ran'), 1_500);
+  const patient = gate.run('reader', () => Promise.resolve('patient ran'));
+  now = 1_200;
+  running.finish();
+  t.equal(await first, 'running');
+  await t.rejects(late, { name: 'EngineWaitTimeout', waitedMs: 1_200 }, 'waited 1.2 s of the 1 s allowed');
+  t.equal(await alsoLate, 'also late ran', 'within its own limit, it runs');
+  t.equal(await patient, 'patient ran');
+  const lastOnly = controlled(log, 'last');
+  const last = gate.run('reader', lastOnly.work);
+  const expiring = gate.run('store', () => Promise.resolve('never'), 10);
+  now = 2_000;
+  lastOnly.finish();
+  await last;
+  await t.rejects(expiring, /waited 0\.8 s for the engine/);
+  t.equal(gate.waiting, 0);
+  t.equal(waiting.at(-1), 0, 'the count is told when the only waiting call is given up');
+  t.equal(await gate.run('reader', () => Promise.resolve('free')), 'free');
+});

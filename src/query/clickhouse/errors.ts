@@ -1,4 +1,4 @@
-import { StoreQueryError } from '../../core/ports.ts';
+import { StoreQueryError, StoreWaitTimeout } from '../../core/ports.ts';
 import { AppError } from '../../errors/app-error.ts';
 import type { QueryLimits } from './printer.ts';
 
@@ -54,6 +54,12 @@ const SERVER_TYPES = new Set([
  */
 export function queryFailure(err: unknown, limits: QueryLimits): unknown {
   if (!(err instanceof StoreQueryError)) return err;
+  if (err instanceof StoreWaitTimeout) {
+    return new AppError('timeout', {
+      detail: `The query ${err.message}, and was not run; try again when fewer queries run at once.`,
+      cause: err,
+    });
+  }
   if (err.type === 'TIMEOUT_EXCEEDED') {
     return new AppError('timeout', {
       detail: `The query ran longer than the limit of ${limits.maxExecutionSeconds} s; narrow its time range or simplify it.`,
