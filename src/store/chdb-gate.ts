@@ -6,23 +6,6 @@ import { asError } from '../errors/app-error.ts';
  */
 export type GatePriority = 'store' | 'reader';
 
-/**
- * The queue in front of chDB, which runs one statement at a time. Left to itself, chdb-node queues the calls
- * in arrival order: parameterised queries in one promise chain of its own, any other call on a thread of
- * Node's libuv pool, which it holds while it waits for the engine. So:
- * - ingest's person lookups, and the commit log's apply, queued behind every query of the query API and of
- *   endpoint runs that came before them, and capture, which answers once ingest has stored its events, waited
- *   for all of those queries. Measured: a first-seen user's single event took 1.2-1.6 s (3.5 s once) while six
- *   queries of ~0.3 s each were queued; with the gate, 0.1 s (2-core machine, 2026-11-22).
- * - calls that are not parameterised take a pool thread each while they wait, and the pool has four: the
- *   file system's calls (the commit log's write and fdatasync among them) then wait too. Measured in a script:
- *   with eight such queries in flight, an fdatasync issued 50 ms in finished after 1.7 s.
- *
- * The gate lets `limit` calls (one: the engine would run no more at once) go to chDB and keeps the rest here,
- * where they hold no thread, and it lets the store's own work go before readers, so a query that is waiting
- * holds up ingest for no longer than the one statement that is running. Readers keep their arrival order
- * among themselves, and so does the store's work.
- */
 /** A call given up unrun: it waited for its turn longer than it was allowed to. */
 export class EngineWaitTimeout extends Error {
   override name = 'EngineWaitTimeout';
@@ -50,6 +33,23 @@ interface Waiting {
   readonly expire: (waitedMs: number) => void;
 }
 
+/**
+ * The queue in front of chDB, which runs one statement at a time. Left to itself, chdb-node queues the calls
+ * in arrival order: parameterised queries in one promise chain of its own, any other call on a thread of
+ * Node's libuv pool, which it holds while it waits for the engine. So:
+ * - ingest's person lookups, and the commit log's apply, queued behind every query of the query API and of
+ *   endpoint runs that came before them, and capture, which answers once ingest has stored its events, waited
+ *   for all of those queries. Measured: a first-seen user's single event took 1.2-1.6 s (3.5 s once) while six
+ *   queries of ~0.3 s each were queued; with the gate, 0.1 s (2-core machine, 2026-11-22).
+ * - calls that are not parameterised take a pool thread each while they wait, and the pool has four: the
+ *   file system's calls (the commit log's write and fdatasync among them) then wait too. Measured in a script:
+ *   with eight such queries in flight, an fdatasync issued 50 ms in finished after 1.7 s.
+ *
+ * The gate lets `limit` calls (one: the engine would run no more at once) go to chDB and keeps the rest here,
+ * where they hold no thread, and it lets the store's own work go before readers, so a query that is waiting
+ * holds up ingest for no longer than the one statement that is running. Readers keep their arrival order
+ * among themselves, and so does the store's work.
+ */
 export class ChdbGate {
   readonly #limit: number;
   readonly #onWaiting: ((waiting: number) => void) | undefined;
