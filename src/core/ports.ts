@@ -31,6 +31,12 @@ export interface Store {
    * held that long outlive young-generation GCs, which then spend their time copying them.
    */
   encode?(rows: readonly Row[]): Buffer;
+  /**
+   * How many commits the store takes at once to advantage (the group-commit writer keeps up to this many
+   * under way). @default 1 — a ClickHouse server gets one insert per table at a time, the rest batched
+   * behind it; the embedded store's commit log writes the next commit while it syncs the last.
+   */
+  readonly commitsInFlight?: number;
   insertEncoded?(table: string, rows: number, chunks: readonly Buffer[]): Promise<void>;
   /** Runs a query with typed parameters (`{name:Type}` placeholders); returns rows as objects. */
   query<T = Row>(sql: string, params?: Record<string, unknown>, options?: QueryOptions): Promise<T[]>;

@@ -19,6 +19,9 @@ export interface BatchWriterConfig {
   readonly maxRows: number;
 }
 
+/** Rounds under way at once when the store does not say (`Store.commitsInFlight`). */
+const DEFAULT_ROUNDS = 1;
+
 export interface BatchWriterDeps {
   readonly store: Store;
   readonly metrics: Metrics;
@@ -26,23 +29,30 @@ export interface BatchWriterDeps {
 }
 
 /**
- * Group commit, adaptive: rows accumulate while one commit round is in flight, and the next round takes all
- * that accumulated as soon as the previous returns, so many small requests become few commits without a fixed
- * timer adding latency when load is light. A round commits every table that has rows waiting, concurrently:
- * the embedded store folds them into one write of its commit log (one fdatasync), and a ClickHouse server
- * takes them as parallel inserts. `write` resolves when its rows are committed, and rejects if their commit
- * failed.
+ * Group commit, adaptive: a round takes the rows written in one synchronous stretch; rows accumulate while
+ * the store has as many rounds under way as it takes at once (`Store.commitsInFlight`: one for a
+ * ClickHouse server, a few for the embedded store, whose commit log writes the next while it syncs the
+ * last), and the next round takes all that accumulated as soon as one returns. Many small requests become
+ * few commits without a fixed timer adding latency when load is light. A round commits every table that
+ * has rows waiting, concurrently: the embedded store folds them into one write of its commit log (one
+ * fdatasync), and a ClickHouse server takes them as parallel inserts. `write` resolves when its rows are
+ * committed, and rejects if their commit failed.
  */
 export class BatchWriter {
   readonly #config: BatchWriterConfig;
   readonly #deps: BatchWriterDeps;
   readonly #pending = new Map<string, PendingWrite[]>();
-  #running = false;
+  readonly #maxRounds: number;
+  /** Rounds under way. */
+  #rounds = 0;
+  /** A round is queued to start after the current synchronous stretch. */
+  #queued = false;
   #idleWaiters: (() => void)[] = [];
 
   constructor(config: BatchWriterConfig, deps: BatchWriterDeps) {
     this.#config = config;
     this.#deps = deps;
+    this.#maxRounds = Math.max(1, deps.store.commitsInFlight ?? DEFAULT_ROUNDS);
   }
 
   /**
@@ -69,7 +79,7 @@ export class BatchWriter {
         this.#pending.set(table, queue);
       }
       queue.push({ rows: kept, encoded, count, resolve, reject });
-      if (!this.#running) void this.#loop();
+      this.#schedule();
     });
   }
 
@@ -80,25 +90,50 @@ export class BatchWriter {
 
   /** Resolves when every row written so far has been committed (or failed). */
   flushed(): Promise<void> {
-    if (!this.#running) return Promise.resolve();
+    if (this.#idle()) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
-  async #loop(): Promise<void> {
-    this.#running = true;
-    for (;;) {
-      const round: Promise<void>[] = [];
-      for (const [table, queue] of this.#pending) {
-        if (queue.length === 0) continue;
-        round.push(this.#commit(table, this.#take(queue)));
-      }
-      if (round.length === 0) break;
-      await Promise.all(round);
+  #idle(): boolean {
+    return this.#rounds === 0 && !this.#queued && !this.#hasPending();
+  }
+
+  #hasPending(): boolean {
+    for (const queue of this.#pending.values()) if (queue.length > 0) return true;
+    return false;
+  }
+
+  /** Starts a round after the current synchronous stretch, so the writes made in it go together. */
+  #schedule(): void {
+    if (this.#queued || this.#rounds >= this.#maxRounds) return;
+    this.#queued = true;
+    queueMicrotask(() => {
+      this.#queued = false;
+      this.#round();
+    });
+  }
+
+  #round(): void {
+    const round: Promise<void>[] = [];
+    for (const [table, queue] of this.#pending) {
+      if (queue.length === 0) continue;
+      round.push(this.#commit(table, this.#take(queue)));
     }
-    this.#running = false;
-    const waiters = this.#idleWaiters;
-    this.#idleWaiters = [];
-    for (const w of waiters) w();
+    if (round.length > 0) {
+      this.#rounds++;
+      // #commit never rejects: the writes' own promises carry the outcome.
+      void Promise.all(round).then(() => {
+        this.#rounds--;
+        this.#next();
+      });
+    }
+    this.#next();
+  }
+
+  /** Another round if rows wait (more than one round's worth, or written meanwhile), else wakes `flushed`. */
+  #next(): void {
+    if (this.#hasPending()) this.#schedule();
+    else if (this.#idle()) for (const w of this.#idleWaiters.splice(0)) w();
   }
 
   /** The oldest writes of `queue`, up to `maxRows` rows (at least one write, however large). */

@@ -59,7 +59,30 @@ export interface CommitLogOptions {
   readonly fsync: boolean;
   /** A new segment starts past this size. @default 64 MiB */
   readonly segmentBytes?: number;
+  /**
+   * Commits under way at once: one being written, the others waiting for their `fdatasync`. @default 3
+   * (see `append`).
+   */
+  readonly maxInFlight?: number;
+  /** The file calls; tests give ones that fail. @default node:fs */
+  readonly io?: LogIo;
 }
+
+/** The two calls a commit makes on the segment's file descriptor, as node:fs has them. */
+export interface LogIo {
+  writev(
+    fd: number,
+    buffers: Buffer[],
+    position: number,
+    callback: (err: NodeJS.ErrnoException | null, written: number) => void,
+  ): void;
+  fdatasync(fd: number, callback: (err: NodeJS.ErrnoException | null) => void): void;
+}
+
+const FS_IO: LogIo = {
+  writev: (fd, buffers, position, callback) => writev(fd, buffers, position, callback),
+  fdatasync: (fd, callback) => fdatasync(fd, callback),
+};
 
 interface State {
   /**
@@ -80,6 +103,17 @@ interface QueuedAppend {
   readonly reject: (err: unknown) => void;
 }
 
+/** One write of the log and its sync: the appends it carries, where it starts, and how it ended. */
+interface Commit {
+  readonly batch: readonly QueuedAppend[];
+  readonly frames: readonly LogFrame[];
+  /** Offset in the segment where its bytes start. */
+  readonly start: number;
+  settled: boolean;
+  failed: boolean;
+  error: unknown;
+}
+
 const HEADER = 8;
 const MAX_TABLE_NAME = 255;
 const START: LogPosition = { segment: 0, offset: 0 };
@@ -92,19 +126,30 @@ const segmentName = (n: number): string => `${String(n).padStart(20, '0')}.log`;
 
 export class CommitLog {
   readonly #options: Required<CommitLogOptions>;
+  readonly #io: LogIo;
   #fh: FileHandle;
   #segment: number;
+  /** Where the next commit's bytes go: past every commit under way. */
   #offset = 0;
   #queue: QueuedAppend[] = [];
-  #writing: Promise<void> | undefined;
+  /** Commits under way, in log order; each is answered only after all before it. */
+  #inFlight: Commit[] = [];
+  /** A write is on its way to the kernel (the next may start once it returns, while it syncs). */
+  #writing = false;
+  /** A turn of `#pump` is queued. */
+  #pumpQueued = false;
+  /** Rotating the segment, or cutting back a failed commit: no new commit starts meanwhile. */
+  #paused = false;
   #failed: Error | undefined;
   #closed = false;
+  #drainWaiters: (() => void)[] = [];
 
   /** See `State.logId`. */
   readonly logId: string;
 
   private constructor(options: Required<CommitLogOptions>, fh: FileHandle, segment: number, logId: string) {
     this.#options = options;
+    this.#io = options.io;
     this.#fh = fh;
     this.#segment = segment;
     this.logId = logId;
@@ -112,7 +157,7 @@ export class CommitLog {
 
   /** Opens the log in `dir` (created if missing), reading back what was written and not yet applied. */
   static async open(options: CommitLogOptions): Promise<{ log: CommitLog; recovery: Recovery }> {
-    const full = { segmentBytes: 64 * 1024 * 1024, ...options };
+    const full = { segmentBytes: 64 * 1024 * 1024, maxInFlight: 3, io: FS_IO, ...options };
     await mkdir(full.dir, { recursive: true });
     const state = await readState(full.dir);
     if (state.logId === '') {
@@ -160,8 +205,16 @@ export class CommitLog {
   }
 
   /**
-   * Appends a block of rows; resolves with its frame once written (and synced, if so configured). Appends
-   * that arrive while a write is in progress go out together in the next write: a group commit.
+   * Appends a block of rows; resolves with its frame once written (and synced, if so configured), never
+   * before the appends made earlier.
+   *
+   * Group commit, pipelined: the appends made in one synchronous stretch go out in one write, and appends
+   * that arrive while a write is under way go out together in the next. The next write starts as soon as
+   * the one before returns, while that one's `fdatasync` is still running, up to `maxInFlight` commits
+   * (ext4 folds syncs that overlap into one journal commit). With one commit at a time, an append that
+   * came just after a write began waited for that write's sync and then its own, and each hand-over waited
+   * for a turn of the event loop: at 5,000 single-event requests/s that wait was the largest share of a
+   * request's p99 (bench/results/single-event-latency.md).
    */
   append(table: string, rows: number, data: Buffer): Promise<LogFrame> {
     if (this.#closed) return Promise.reject(new Error('the commit log is closed'));
@@ -169,10 +222,9 @@ export class CommitLog {
     if (Buffer.byteLength(table) > MAX_TABLE_NAME) return Promise.reject(new Error('table name too long'));
     return new Promise<LogFrame>((resolve, reject) => {
       this.#queue.push({ table, rows, data, resolve, reject });
-      this.#writing ??= this.#writeLoop();
+      this.#schedulePump();
     });
   }
-
   /** Records that the block `intent` is about to be applied (before its inserts start). */
   async beginApply(intent: ApplyIntent): Promise<void> {
     await writeStateFile(
@@ -193,32 +245,57 @@ export class CommitLog {
     await Promise.all(done.map((s) => rm(join(this.#options.dir, segmentName(s)), { force: true })));
   }
 
-  /** Waits for writes in progress, then closes the file. */
+  /** Waits for the appends already made to be written (or fail), then closes the file. */
   async close(): Promise<void> {
     this.#closed = true;
-    await this.#writing;
+    if (!this.#drained()) await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));
     await this.#fh.close();
   }
 
-  async #writeLoop(): Promise<void> {
-    try {
-      // Let the appends of the same synchronous stretch (a commit round of several tables) join this write.
-      await Promise.resolve();
-      while (this.#queue.length > 0) {
-        const batch = this.#queue;
-        this.#queue = [];
-        await this.#write(batch);
-      }
-    } finally {
-      this.#writing = undefined;
-    }
+  #drained(): boolean {
+    return this.#queue.length === 0 && this.#inFlight.length === 0 && !this.#pumpQueued && !this.#paused;
   }
 
-  async #write(batch: QueuedAppend[]): Promise<void> {
-    if (this.#offset >= this.#options.segmentBytes) await this.#rotate();
+  /** Runs `#pump` after the current synchronous stretch, so the appends made in it share one write. */
+  #schedulePump(): void {
+    if (this.#pumpQueued) return;
+    this.#pumpQueued = true;
+    queueMicrotask(() => {
+      this.#pumpQueued = false;
+      this.#pump();
+    });
+  }
+
+  /** Starts the next commit if one may start; answers close() once there is nothing left. */
+  #pump(): void {
+    if (this.#failed) {
+      const queued = this.#queue;
+      this.#queue = [];
+      for (const a of queued) a.reject(this.#failed);
+    }
+    const halted = this.#inFlight.some((c) => c.failed);
+    if (
+      this.#queue.length > 0 &&
+      !this.#writing &&
+      !this.#paused &&
+      !halted &&
+      this.#inFlight.length < this.#options.maxInFlight
+    ) {
+      if (this.#offset < this.#options.segmentBytes) this.#start();
+      else if (this.#inFlight.length === 0) this.#pause(this.#rotate());
+      // Otherwise the segment rotates once the commits under way are done (`#settle` pumps again).
+    }
+    if (this.#drained()) for (const resolve of this.#drainWaiters.splice(0)) resolve();
+  }
+
+  /** Writes what is queued as one commit, at the end of the log; its sync follows the write. */
+  #start(): void {
+    const batch = this.#queue;
+    this.#queue = [];
     const parts: Buffer[] = [];
     const frames: LogFrame[] = [];
-    let offset = this.#offset;
+    const start = this.#offset;
+    let offset = start;
     for (const a of batch) {
       const name = Buffer.from(a.table);
       const head = Buffer.allocUnsafe(HEADER + 1 + name.length + 4);
@@ -233,53 +310,105 @@ export class CommitLog {
       offset += HEADER + payloadLength;
       frames.push({ table: a.table, rows: a.rows, data: a.data, end: { segment: this.#segment, offset } });
     }
-    try {
-      await writeAndSync(this.#fh.fd, parts, this.#offset, this.#options.fsync);
-      this.#offset = offset;
-    } catch (err) {
-      // Leave no half-written frame behind; if even that fails, refuse further appends.
-      await this.#fh.truncate(this.#offset).catch((e: unknown) => {
-        this.#failed = new Error('the commit log cannot be written', { cause: e });
-      });
-      for (const a of batch) a.reject(err);
-      return;
-    }
-    for (const [i, a] of batch.entries()) a.resolve(frames[i]!);
+    this.#offset = offset;
+    const commit: Commit = { batch, frames, start, settled: false, failed: false, error: undefined };
+    this.#inFlight.push(commit);
+    this.#writing = true;
+    const fd = this.#fh.fd;
+    const settle = (err: unknown): void => {
+      commit.settled = true;
+      if (err !== undefined) {
+        commit.failed = true;
+        commit.error = err;
+      }
+      this.#settle();
+    };
+    writeAll(this.#io, fd, parts, start, (err) => {
+      this.#writing = false;
+      if (err) settle(err);
+      else if (this.#options.fsync) {
+        this.#io.fdatasync(fd, (e) => settle(e ?? undefined));
+        this.#pump(); // the next write need not wait for this sync
+      } else settle(undefined);
+    });
   }
 
+  /**
+   * Answers the commits at the head of the log that are done. A failed commit leaves a gap that recovery
+   * would stop at, so it and every commit after it are cut off the file once all have returned, and
+   * their appends rejected; the log then goes on from where the last good commit ended.
+   */
+  #settle(): void {
+    while (this.#inFlight.length > 0 && this.#inFlight[0]!.settled && !this.#inFlight[0]!.failed) {
+      const done = this.#inFlight.shift()!;
+      for (const [i, a] of done.batch.entries()) a.resolve(done.frames[i]!);
+    }
+    const failed = this.#inFlight.find((c) => c.failed);
+    if (failed && this.#inFlight.every((c) => c.settled)) {
+      const lost = this.#inFlight;
+      this.#inFlight = [];
+      const head = lost[0]!;
+      this.#offset = head.start;
+      this.#pause(
+        this.#fh.truncate(head.start).then(
+          () => undefined,
+          (e: unknown) => {
+            this.#failed = new Error('the commit log cannot be written', { cause: e });
+          },
+        ),
+        () => {
+          for (const c of lost) for (const a of c.batch) a.reject(c.error ?? failed.error);
+        },
+      );
+      return;
+    }
+    this.#pump();
+  }
+
+  /** Starts no commit until `work` is done; then runs `after` and goes on. */
+  #pause(work: Promise<void>, after?: () => void): void {
+    this.#paused = true;
+    void work.then(() => {
+      this.#paused = false;
+      after?.();
+      this.#pump();
+    });
+  }
+
+  /** Goes on in a new segment; a segment that cannot be made fails the log. */
   async #rotate(): Promise<void> {
-    await this.#fh.close();
-    this.#segment += 1;
-    this.#offset = 0;
-    this.#fh = await open(join(this.#options.dir, segmentName(this.#segment)), 'wx');
+    try {
+      await this.#fh.close();
+      this.#segment += 1;
+      this.#offset = 0;
+      this.#fh = await open(join(this.#options.dir, segmentName(this.#segment)), 'wx');
+    } catch (err) {
+      this.#failed = new Error('the commit log cannot start a new segment', { cause: err });
+    }
   }
 }
 
 /**
- * Writes `parts` at `position` (one `writev`, more only if the kernel takes less), then `fdatasync`s. The
- * position is explicit: after a failed write is cut off, the next one must start where the log ends, not
- * where the file offset was left. On the callback API, without the promise and FileHandle machinery of two
- * `fs/promises` calls per commit, which showed in a profile of single-event capture (a commit every
- * millisecond or so).
+ * Writes `parts` at `position` (one `writev`, more only if the kernel takes less). The position is
+ * explicit: commits are written back to back without waiting on the file offset, and after a failed
+ * commit is cut off the next one must start where the log ends. On the callback API, without the promise
+ * and FileHandle machinery of `fs/promises`, which showed in a profile of single-event capture (a commit
+ * every millisecond or so).
  */
-function writeAndSync(fd: number, parts: Buffer[], position: number, sync: boolean): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const done = (err: NodeJS.ErrnoException | null): void => {
-      if (err) reject(err);
-      else if (sync) fdatasync(fd, (e) => (e ? reject(e) : resolve()));
-      else resolve();
-    };
-    const write = (buffers: Buffer[], at: number): void => {
-      writev(fd, buffers, at, (err, written) => {
-        if (err) return done(err);
-        let rest = written;
-        let i = 0;
-        while (i < buffers.length && rest >= buffers[i]!.length) rest -= buffers[i++]!.length;
-        if (i === buffers.length) return done(null);
-        write([buffers[i]!.subarray(rest), ...buffers.slice(i + 1)], at + written);
-      });
-    };
-    write(parts, position);
+function writeAll(
+  io: LogIo,
+  fd: number,
+  parts: Buffer[],
+  position: number,
+  done: (err: NodeJS.ErrnoException | null) => void,
+): void {
+  io.writev(fd, parts, position, (err, written) => {
+    if (err) return done(err);
+    let rest = written;
+    let i = 0;
+    while (i < parts.length && rest >= parts[i]!.length) rest -= parts[i++]!.length;
+    if (i === parts.length) return done(null);
+    writeAll(io, fd, [parts[i]!.subarray(rest), ...parts.slice(i + 1)], position + written, done);
   });
 }
 

@@ -1,13 +1,15 @@
 /**
  * The commit log on real files: what is appended is read back after a reopen, concurrent appends share one
- * write and keep their order, a torn tail is cut off, a damaged older segment is set aside, and applied
- * segments are removed.
+ * write and keep their order, the next commit is written while the last syncs yet answered after it, a
+ * failed write or sync takes the commits after it along and is cut off the file, a torn tail is cut off, a
+ * damaged older segment is set aside, and applied segments are removed.
  */
 import { appendFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { CommitLog, readFrames } from '../../src/store/commit-log.ts';
+import { fdatasync, writev } from 'node:fs';
+import { CommitLog, readFrames, type LogIo } from '../../src/store/commit-log.ts';
 
 async function tempDir(t: { teardown(fn: () => unknown): void }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'weir-commit-log-'));
@@ -59,6 +61,162 @@ t.test('concurrent appends in one tick go out in one write', async (t) => {
     Array.from({ length: 200 }, (_, i) => `{"v":"${i}"}\n`),
   );
   await reopened.close();
+});
+
+/**
+ * node:fs underneath, but each `fdatasync` waits until the test releases it, and a write or sync can be
+ * made to fail: the order in which commits are written, synced and answered is then the test's to set.
+ */
+class HeldIo implements LogIo {
+  readonly writes: number[] = [];
+  readonly syncs: ((err?: NodeJS.ErrnoException) => void)[] = [];
+  failWrite: NodeJS.ErrnoException | undefined;
+
+  writev(
+    fd: number,
+    buffers: Buffer[],
+    position: number,
+    callback: (err: NodeJS.ErrnoException | null, written: number) => void,
+  ): void {
+    this.writes.push(position);
+    const fail = this.failWrite;
+    this.failWrite = undefined;
+    if (fail) {
+      // Half of it reaches the file first, as a write cut short by a full disk might.
+      writev(fd, [buffers[0]!.subarray(0, 4)], position, () => callback(fail, 0));
+      return;
+    }
+    writev(fd, buffers, position, callback);
+  }
+
+  fdatasync(fd: number, callback: (err: NodeJS.ErrnoException | null) => void): void {
+    this.syncs.push((err) => (err ? callback(err) : fdatasync(fd, callback)));
+  }
+}
+
+const ioError = (code: string): NodeJS.ErrnoException => Object.assign(new Error(code), { code });
+
+/** Resolves once `done()` holds, checking after each turn of the event loop. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setImmediate(r));
+  if (!done()) throw new Error('condition not reached');
+}
+
+t.test('the next commit is written while the last syncs, and answered only after it', async (t) => {
+  const dir = await tempDir(t);
+  const io = new HeldIo();
+  const { log } = await CommitLog.open({ dir, fsync: true, io, maxInFlight: 2 });
+  const answered: string[] = [];
+  const append = (v: string): Promise<unknown> =>
+    log.append('events', 1, rows(v)).then((f) => answered.push(`${v}@${f.end.offset}`));
+  const a = append('a');
+  await until(() => io.syncs.length === 1);
+  const b = append('b');
+  await until(() => io.syncs.length === 2);
+  t.equal(io.writes.length, 2, "b was written while a's sync was still under way");
+  const c = append('c');
+  await new Promise((r) => setImmediate(r));
+  t.equal(io.writes.length, 2, 'a third waits: two commits are under way');
+  io.syncs[1]!(); // b's sync returns first
+  await new Promise((r) => setImmediate(r));
+  t.same(answered, [], "b is not answered before a: a's bytes might not be durable yet");
+  io.syncs[0]!();
+  await Promise.all([a, b]);
+  t.same(
+    answered.map((x) => x.split('@')[0]),
+    ['a', 'b'],
+  );
+  await until(() => io.syncs.length === 3);
+  io.syncs[2]!();
+  await c;
+  await log.close();
+  const again = await CommitLog.open({ dir, fsync: false });
+  t.same(
+    again.recovery.frames.map((f) => f.data.toString()),
+    ['{"v":"a"}\n', '{"v":"b"}\n', '{"v":"c"}\n'],
+  );
+  await again.log.close();
+});
+
+t.test('a failed write fails the commits after it, is cut off, and the log goes on', async (t) => {
+  const dir = await tempDir(t);
+  const io = new HeldIo();
+  const { log } = await CommitLog.open({ dir, fsync: true, io, maxInFlight: 3 });
+  const a = log.append('events', 1, rows('a'));
+  await until(() => io.syncs.length === 1);
+  io.failWrite = ioError('ENOSPC');
+  const b = log.append('events', 1, rows('b'));
+  const bRejected = t.rejects(b, /ENOSPC/);
+  await until(() => io.writes.length === 2);
+  io.syncs[0]!();
+  const aFrame = await a;
+  await bRejected;
+  const c = log.append('events', 1, rows('c'));
+  await until(() => io.syncs.length === 2);
+  io.syncs[1]!();
+  await c;
+  await log.close();
+  t.equal(io.writes[2], aFrame.end.offset, 'c went where a ended: the half-written b was cut off');
+  const again = await CommitLog.open({ dir, fsync: false });
+  t.same(
+    again.recovery.frames.map((f) => f.data.toString()),
+    ['{"v":"a"}\n', '{"v":"c"}\n'],
+  );
+  t.equal(again.recovery.truncatedBytes, 0, 'nothing torn was left behind');
+  await again.log.close();
+});
+
+t.test('a failed sync fails its commit and the one written after it, though that one synced', async (t) => {
+  const dir = await tempDir(t);
+  const io = new HeldIo();
+  const { log } = await CommitLog.open({ dir, fsync: true, io, maxInFlight: 3 });
+  const a = log.append('events', 1, rows('a'));
+  await until(() => io.syncs.length === 1);
+  const b = log.append('events', 1, rows('b'));
+  await until(() => io.syncs.length === 2);
+  const outcomes = Promise.allSettled([a, b]);
+  io.syncs[1]!();
+  io.syncs[0]!(ioError('EIO'));
+  const [ra, rb] = await outcomes;
+  t.equal(ra.status, 'rejected');
+  t.equal(rb.status, 'rejected', "b's sync cannot vouch for a's pages once a's sync failed");
+  t.match((ra as PromiseRejectedResult).reason, /EIO/);
+  const c = log.append('events', 1, rows('c'));
+  await until(() => io.syncs.length === 3);
+  io.syncs[2]!();
+  await c;
+  t.equal(io.writes[2], 0, 'c starts the segment again');
+  await log.close();
+  const again = await CommitLog.open({ dir, fsync: false });
+  t.same(
+    again.recovery.frames.map((f) => f.data.toString()),
+    ['{"v":"c"}\n'],
+  );
+  await again.log.close();
+});
+
+t.test('the segment rotates once the commits under way are done', async (t) => {
+  const dir = await tempDir(t);
+  const io = new HeldIo();
+  const { log } = await CommitLog.open({ dir, fsync: true, io, segmentBytes: 1, maxInFlight: 3 });
+  const a = log.append('events', 1, rows('a'));
+  await until(() => io.syncs.length === 1);
+  const b = log.append('events', 1, rows('b'));
+  await new Promise((r) => setImmediate(r));
+  t.equal(io.writes.length, 1, 'b waits: the segment is full, and a is still syncing in it');
+  io.syncs[0]!();
+  const aFrame = await a;
+  await until(() => io.syncs.length === 2);
+  io.syncs[1]!();
+  const bFrame = await b;
+  t.equal(bFrame.end.segment, aFrame.end.segment + 1, 'b opened the next segment');
+  await log.close();
+  const again = await CommitLog.open({ dir, fsync: false });
+  t.same(
+    again.recovery.frames.map((f) => f.data.toString()),
+    ['{"v":"a"}\n', '{"v":"b"}\n'],
+  );
+  await again.log.close();
 });
 
 t.test('a torn write at the tail is cut off; what came before survives', async (t) => {

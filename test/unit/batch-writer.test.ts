@@ -1,7 +1,8 @@
 /**
- * The group-commit writer over a store that encodes rows: rows become bytes when written, several writes
- * commit as one insert, and no row object is kept while a commit waits (checked with a WeakRef and a forced
- * GC: rows kept that long outlive young-generation GCs, which then spend their time copying them).
+ * The group-commit writer over a store that encodes rows: rows become bytes when written, the writes of one
+ * synchronous stretch commit as one insert and so do those made while the store has all the rounds it takes
+ * under way, and no row object is kept while a commit waits (checked with a WeakRef and a forced GC: rows
+ * kept that long outlive young-generation GCs, which then spend their time copying them).
  */
 import t from 'tap';
 import { setFlagsFromString } from 'node:v8';
@@ -22,9 +23,10 @@ interface Insert {
 }
 
 /** A store that encodes as JSON and commits when the test says so. */
-function encodingStore(): { store: Store; inserts: Insert[] } {
+function encodingStore(commitsInFlight?: number): { store: Store; inserts: Insert[] } {
   const inserts: Insert[] = [];
   const store: Store = {
+    commitsInFlight,
     insert: () => Promise.reject(new Error('an encoding store is given encodings')),
     encode: (rows) => Buffer.from(JSON.stringify(rows)),
     insertEncoded: (table, rows, chunks) =>
@@ -50,13 +52,19 @@ function writer(store: Store): BatchWriter {
   );
 }
 
+/** Lets the microtasks queued so far run (a round starts after the synchronous stretch that wrote). */
+const microtasks = (): Promise<void> => new Promise((r) => setImmediate(r));
+
 t.test('writes made during a commit go together in the next one, as their encodings', async (t) => {
   const { store, inserts } = encodingStore();
   const w = writer(store);
   const first = w.write('events', [{ n: 1 }]);
-  t.equal(inserts.length, 1, 'the first write commits at once');
+  t.equal(inserts.length, 0, 'a round starts once the synchronous stretch ends');
+  await microtasks();
+  t.equal(inserts.length, 1, 'then the first write commits');
   const second = w.write('events', [{ n: 2 }, { n: 3 }]);
   const third = w.write('events', [{ n: 4 }]);
+  await microtasks();
   t.equal(inserts.length, 1, 'the others wait for it');
   inserts[0]!.done();
   await first;
@@ -75,6 +83,7 @@ t.test('no row object is kept while its commit waits', async (t) => {
   const { store, inserts } = encodingStore();
   const w = writer(store);
   const blocker = w.write('events', [{ n: 0 }]);
+  await microtasks();
   // Made in a function of its own, so that no local of this test holds the rows.
   const write = (): { ref: WeakRef<object>; done: Promise<void> } => {
     const properties = { big: 'x'.repeat(1000) };
@@ -82,6 +91,7 @@ t.test('no row object is kept while its commit waits', async (t) => {
     return { ref: new WeakRef(properties), done: w.write('events', rows) };
   };
   const { ref, done } = write();
+  await microtasks();
   t.equal(inserts.length, 1, 'the write waits behind the first commit');
   // A WeakRef keeps its target until the current job ends: collect on a later turn.
   await new Promise((r) => setImmediate(r));
@@ -100,7 +110,55 @@ t.test('a row that cannot be encoded fails its write alone', async (t) => {
   const w = writer(store);
   await t.rejects(w.write('events', [{ n: 1n }]), /BigInt/);
   const ok = w.write('events', [{ n: 2 }]);
+  await microtasks();
   inserts[0]!.done();
   await ok;
   t.equal(inserts.length, 1);
+});
+
+t.test('the writes of one synchronous stretch commit together', async (t) => {
+  const { store, inserts } = encodingStore();
+  const w = writer(store);
+  const done = [w.write('events', [{ n: 1 }]), w.write('events', [{ n: 2 }]), w.write('persons', [{ p: 1 }])];
+  await microtasks();
+  t.same(
+    inserts.map((i) => [i.table, i.rows]),
+    [
+      ['events', 2],
+      ['persons', 1],
+    ],
+    'one round: an insert per table',
+  );
+  for (const i of inserts) i.done();
+  await Promise.all(done);
+  await w.flushed();
+});
+
+t.test('a store that takes commits in flight gets that many rounds at once, the rest after', async (t) => {
+  const { store, inserts } = encodingStore(2);
+  const w = writer(store);
+  const settled: number[] = [];
+  const write = (n: number): Promise<void> => w.write('events', [{ n }]).then(() => void settled.push(n));
+  const first = write(1);
+  await microtasks();
+  const second = write(2);
+  await microtasks();
+  t.equal(inserts.length, 2, 'a second round starts while the first is under way');
+  const later = [write(3), write(4)];
+  await microtasks();
+  t.equal(inserts.length, 2, 'a third waits: the store takes two');
+  let flushed = false;
+  void w.flushed().then(() => (flushed = true));
+  inserts[0]!.done();
+  await first;
+  await until(() => inserts.length === 3);
+  t.same({ rows: inserts[2]!.rows, text: inserts[2]!.text }, { rows: 2, text: '[{"n":3}]|[{"n":4}]' });
+  inserts[2]!.done();
+  await Promise.all(later);
+  t.notOk(flushed, 'flushed waits for every round, the second too');
+  inserts[1]!.done();
+  await second;
+  await until(() => flushed);
+  t.ok(flushed);
+  t.same(settled, [1, 3, 4, 2], 'each write settles with its own round');
 });
