@@ -37,6 +37,12 @@ export interface Store {
    * behind it; the embedded store's commit log writes the next commit while it syncs the last.
    */
   readonly commitsInFlight?: number;
+  /**
+   * This process is the only one that writes the store (the embedded store: its data directory is locked
+   * to one process). Ingest may then keep state of its own about what the store holds, such as which
+   * distinct ids have a person. @default false
+   */
+  readonly soleWriter?: boolean;
   insertEncoded?(table: string, rows: number, chunks: readonly Buffer[]): Promise<void>;
   /** Runs a query with typed parameters (`{name:Type}` placeholders); returns rows as objects. */
   query<T = Row>(sql: string, params?: Record<string, unknown>, options?: QueryOptions): Promise<T[]>;

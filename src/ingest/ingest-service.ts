@@ -9,6 +9,8 @@ import { DedupWindow } from './dedup-window.ts';
 import { eventRow, warningRow } from './event-row.ts';
 import { Pipeline } from './pipeline.ts';
 import { GroupState } from './persons/group-state.ts';
+import { KnownIds } from './persons/known-ids.ts';
+import { PersonRepository } from './persons/person-repository.ts';
 import { PersonState } from './persons/person-state.ts';
 import { allCommitted } from './persons/state-writes.ts';
 import { assignPersonMode } from './steps/assign-person.ts';
@@ -75,6 +77,8 @@ export class IngestService {
   readonly #overflow: KeyedActors<Job>;
   readonly #historical: Actor<Job>;
   readonly #partitions: number;
+  readonly #knownIds: KnownIds | undefined;
+  #knownIdsLoad: Promise<void> | undefined;
 
   constructor(config: IngestConfig, deps: IngestDeps) {
     this.#deps = deps;
@@ -82,7 +86,12 @@ export class IngestService {
     this.#writer = new BatchWriter({ maxRows: config.commitMaxRows }, deps);
     this.#dedup = new DedupWindow(config.dedupWindow);
     const state = { store: deps.store, writer: this.#writer };
-    const persons = new PersonState({ cacheSize: config.personCacheSize ?? 100_000 }, state);
+    // Only a store's sole writer can know every distinct id that has a person (see KnownIds).
+    this.#knownIds = deps.store.soleWriter ? new KnownIds() : undefined;
+    const persons = new PersonState(
+      { cacheSize: config.personCacheSize ?? 100_000 },
+      { ...state, knownIds: this.#knownIds },
+    );
     const groups = new GroupState({ cacheSize: config.groupCacheSize ?? 10_000 }, state);
     // The one place the order of the steps is written down.
     this.#pipeline = new Pipeline([
@@ -98,8 +107,13 @@ export class IngestService {
     this.#historical = new Actor(handler);
   }
 
-  /** Warms the duplicate window with what was stored in the last hour, so retries after a restart are caught. */
+  /**
+   * Starts reading which distinct ids have a person (in the background: until it is done, every new id is
+   * looked up, as without it), and warms the duplicate window with what was stored in the last hour, so
+   * retries after a restart are caught.
+   */
   async start(limit: number): Promise<void> {
+    this.#knownIdsLoad ??= this.#loadKnownIds();
     if (limit === 0) return;
     const rows = await this.#deps.store.query<{ project_id: string; uuid: string }>(
       `SELECT project_id, toString(uuid) AS uuid FROM events
@@ -109,6 +123,27 @@ export class IngestService {
     for (let i = rows.length - 1; i >= 0; i--)
       this.#dedup.remember({ projectId: Number(rows[i]!.project_id), uuid: rows[i]!.uuid });
     this.#deps.logger.info({ uuids: rows.length }, 'duplicate window warmed from the store');
+  }
+
+  /** Resolves when the known distinct ids are read (at once when ingest keeps none, or the read failed). */
+  knownIdsLoaded(): Promise<void> {
+    return this.#knownIdsLoad ?? Promise.resolve();
+  }
+
+  async #loadKnownIds(): Promise<void> {
+    const known = this.#knownIds;
+    if (!known) return;
+    const started = performance.now();
+    try {
+      await known.load(new PersonRepository(this.#deps.store).distinctIdKeys());
+      this.#deps.logger.info(
+        { keys: known.size, ms: Math.round(performance.now() - started) },
+        'known distinct ids read: new ids are no longer looked up',
+      );
+    } catch (err) {
+      // Stopped with the store, most likely. Without the filter every new id is looked up: slower, not wrong.
+      this.#deps.logger.warn({ err }, 'could not read the known distinct ids; new ids are looked up');
+    }
   }
 
   accepting(): boolean {

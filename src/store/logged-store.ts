@@ -71,6 +71,8 @@ const COMMITS_IN_FLIGHT = 3;
 export class LoggedStore implements Store, TableReader {
   /** The commit log pipelines its commits: the group-commit writer may keep this many under way. */
   readonly commitsInFlight = COMMITS_IN_FLIGHT;
+  /** chDB holds the data directory locked: nothing else writes these tables while this process runs. */
+  readonly soleWriter = true;
   readonly #inner: ClickHouseStore;
   readonly #log: CommitLog;
   readonly #deps: LoggedStoreDeps;

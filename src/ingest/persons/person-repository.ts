@@ -39,6 +39,34 @@ export class PersonRepository {
    * query settles alone. Projects and ids are matched as two lists and the pairs nobody asked for are
    * left out here.
    */
+  /**
+   * Every `project:distinct_id` key that has (or had) a person, a page at a time in key order: for
+   * KnownIds. Pages are read by primary key, each a short statement, so the store's other work is not held
+   * up for long behind them.
+   */
+  async *distinctIdKeys(pageSize = 20_000): AsyncGenerator<string[]> {
+    const projects = await this.#store.query<{ project_id: string }>(
+      'SELECT DISTINCT project_id FROM person_distinct_ids ORDER BY project_id',
+      {},
+      STATE_READ,
+    );
+    for (const { project_id: project } of projects) {
+      let after = '';
+      for (;;) {
+        const rows = await this.#store.query<{ distinct_id: string }>(
+          `SELECT DISTINCT distinct_id FROM person_distinct_ids
+           WHERE project_id = {project:UInt64} AND distinct_id > {after:String}
+           ORDER BY distinct_id LIMIT {limit:UInt64}`,
+          { project, after, limit: pageSize },
+          STATE_READ,
+        );
+        if (rows.length > 0) yield rows.map((r) => `${project}:${r.distinct_id}`);
+        if (rows.length < pageSize) break;
+        after = rows.at(-1)!.distinct_id;
+      }
+    }
+  }
+
   async byDistinctIds(keys: readonly string[]): Promise<Map<string, StoredPerson>> {
     const projects = new Set<number>();
     const ids = new Set<string>();

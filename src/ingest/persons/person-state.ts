@@ -3,6 +3,7 @@ import type { Row, Store } from '../../core/ports.ts';
 import { uuidv7 } from '../../core/uuid.ts';
 import type { BatchWriter } from '../batch-writer.ts';
 import { BatchedLoader } from './batched-loader.ts';
+import type { KnownIds } from './known-ids.ts';
 import { cacheKey, PersonCache, type Person } from './person-cache.ts';
 import { distinctIdRow, personRow, PersonRepository, type StoredPerson } from './person-repository.ts';
 import { applyPropertyUpdates, illegalIdOf, mergeRequest, type MergeRequest } from './person-rules.ts';
@@ -17,6 +18,8 @@ export interface PersonStateConfig {
 export interface PersonStateDeps {
   readonly store: Store;
   readonly writer: BatchWriter;
+  /** Keys that may have a person: those it rules out are not looked up. Only for a store's sole writer. */
+  readonly knownIds?: KnownIds;
 }
 
 /** What processing an event did to its person. */
@@ -46,12 +49,14 @@ export class PersonState {
   readonly #cache: PersonCache;
   readonly #repository: PersonRepository;
   readonly #loader: BatchedLoader<StoredPerson>;
+  readonly #knownIds: KnownIds | undefined;
   readonly #writer: BatchWriter;
 
   constructor(config: PersonStateConfig, deps: PersonStateDeps) {
     this.#cache = new PersonCache(config.cacheSize);
     this.#repository = new PersonRepository(deps.store);
     this.#loader = new BatchedLoader({ maxKeys: 10_000 }, (keys) => this.#repository.byDistinctIds(keys));
+    this.#knownIds = deps.knownIds;
     this.#writer = deps.writer;
   }
 
@@ -64,7 +69,8 @@ export class PersonState {
         if (this.#cache.get(key) === undefined) misses.add(key);
     }
     if (misses.size === 0) return;
-    const loaded = await this.#loader.load([...misses]);
+    const lookups = this.#lookupsOf([...misses]);
+    const loaded = lookups.length > 0 ? await this.#loader.load(lookups) : NOTHING_LOADED;
     for (const key of misses) this.#resolve(key, loaded);
     this.#cache.trim();
   }
@@ -104,7 +110,8 @@ export class PersonState {
     let otherIds: { readonly personId: string; readonly ids: readonly string[] } | undefined;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const misses = keys.filter((k) => this.#cache.get(k) === undefined);
-      const loaded = misses.length > 0 ? await this.#loader.load(misses) : NOTHING_LOADED;
+      const lookups = this.#lookupsOf(misses);
+      const loaded = lookups.length > 0 ? await this.#loader.load(lookups) : NOTHING_LOADED;
       // From here to the return (or `continue`) nothing is awaited: the change is applied atomically.
       // An id that was cached before the load but was evicted during it was not loaded: go round again.
       if (keys.some((k) => !misses.includes(k) && this.#cache.get(k) === undefined)) continue;
@@ -131,6 +138,18 @@ export class PersonState {
       return outcome;
     }
     throw new Error(`person of ${event.distinctId} kept changing while it was being merged`);
+  }
+
+  /** The keys of `misses` the store may have a person for; the others certainly have none. */
+  #lookupsOf(misses: readonly string[]): readonly string[] {
+    const known = this.#knownIds;
+    return known?.ready ? misses.filter((k) => known.mightHave(k)) : misses;
+  }
+
+  /** Caches the person of a key, and tells KnownIds that the key has one (it is, or is about to be, stored). */
+  #remember(key: string, person: Person | null): void {
+    if (person !== null) this.#knownIds?.add(key);
+    this.#cache.set(key, person);
   }
 
   #keysOf(event: CapturedEvent, merge: MergeRequest | undefined): string[] {
@@ -161,7 +180,7 @@ export class PersonState {
       };
       person.distinctIds.add(key.slice(key.indexOf(':') + 1));
     }
-    this.#cache.set(key, person);
+    this.#remember(key, person);
     return person;
   }
 
@@ -179,7 +198,7 @@ export class PersonState {
       deleted: false,
       stale: false,
     };
-    for (const id of distinctIds) this.#cache.set(cacheKey(event.projectId, id), person);
+    for (const id of distinctIds) this.#remember(cacheKey(event.projectId, id), person);
     return person;
   }
 
@@ -259,7 +278,7 @@ export class PersonState {
   #attach(person: Person, distinctIds: readonly string[]): void {
     for (const id of distinctIds) {
       person.distinctIds.add(id);
-      this.#cache.set(cacheKey(person.projectId, id), person);
+      this.#remember(cacheKey(person.projectId, id), person);
     }
   }
 
