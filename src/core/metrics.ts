@@ -56,6 +56,14 @@ export class Metrics {
     help: 'Events not written again because their uuid was already stored (retried requests).',
     registers: [this.registry],
   });
+  readonly ingestPersonLookups = new Counter({
+    name: 'weir_ingest_person_lookups_total',
+    help:
+      'Distinct ids not in the person cache, by what became of them: looked up in the store, or known to be new ' +
+      '(ruled out by the known-ids filter: no lookup).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
   readonly storeInsertDuration = new Histogram({
     name: 'weir_store_insert_duration_seconds',
     help: 'Duration of one group-committed store insert.',

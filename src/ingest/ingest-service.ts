@@ -90,7 +90,7 @@ export class IngestService {
     this.#knownIds = deps.store.soleWriter ? new KnownIds() : undefined;
     const persons = new PersonState(
       { cacheSize: config.personCacheSize ?? 100_000 },
-      { ...state, knownIds: this.#knownIds },
+      { ...state, knownIds: this.#knownIds, metrics: deps.metrics },
     );
     const groups = new GroupState({ cacheSize: config.groupCacheSize ?? 10_000 }, state);
     // The one place the order of the steps is written down.

@@ -106,5 +106,11 @@ t.test("a new user's event is answered while a long query holds the engine", asy
     "SELECT count() FROM events WHERE distinct_id = 'first-seen-during-a-long-query'",
   );
   t.same(results, [[1]], 'and stored');
+  const metrics = await (await fetch(`${w.url}/metrics`)).text();
+  t.match(
+    metrics,
+    /^weir_ingest_person_lookups_total\{result="new"\} [1-9]/m,
+    'the metrics count the id as new, not looked up',
+  );
   await stop(w);
 });

@@ -1,4 +1,5 @@
 import type { CapturedEvent, IngestionWarning } from '../../core/event.ts';
+import type { Metrics } from '../../core/metrics.ts';
 import type { Row, Store } from '../../core/ports.ts';
 import { uuidv7 } from '../../core/uuid.ts';
 import type { BatchWriter } from '../batch-writer.ts';
@@ -20,6 +21,7 @@ export interface PersonStateDeps {
   readonly writer: BatchWriter;
   /** Keys that may have a person: those it rules out are not looked up. Only for a store's sole writer. */
   readonly knownIds?: KnownIds;
+  readonly metrics?: Metrics;
 }
 
 /** What processing an event did to its person. */
@@ -50,6 +52,7 @@ export class PersonState {
   readonly #repository: PersonRepository;
   readonly #loader: BatchedLoader<StoredPerson>;
   readonly #knownIds: KnownIds | undefined;
+  readonly #metrics: Metrics | undefined;
   readonly #writer: BatchWriter;
 
   constructor(config: PersonStateConfig, deps: PersonStateDeps) {
@@ -57,6 +60,7 @@ export class PersonState {
     this.#repository = new PersonRepository(deps.store);
     this.#loader = new BatchedLoader({ maxKeys: 10_000 }, (keys) => this.#repository.byDistinctIds(keys));
     this.#knownIds = deps.knownIds;
+    this.#metrics = deps.metrics;
     this.#writer = deps.writer;
   }
 
@@ -143,7 +147,11 @@ export class PersonState {
   /** The keys of `misses` the store may have a person for; the others certainly have none. */
   #lookupsOf(misses: readonly string[]): readonly string[] {
     const known = this.#knownIds;
-    return known?.ready ? misses.filter((k) => known.mightHave(k)) : misses;
+    const lookups = known?.ready ? misses.filter((k) => known.mightHave(k)) : misses;
+    if (lookups.length > 0) this.#metrics?.ingestPersonLookups.inc({ result: 'looked_up' }, lookups.length);
+    if (lookups.length < misses.length)
+      this.#metrics?.ingestPersonLookups.inc({ result: 'new' }, misses.length - lookups.length);
+    return lookups;
   }
 
   /** Caches the person of a key, and tells KnownIds that the key has one (it is, or is about to be, stored). */
