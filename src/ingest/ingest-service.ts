@@ -125,11 +125,6 @@ export class IngestService {
     this.#deps.logger.info({ uuids: rows.length }, 'duplicate window warmed from the store');
   }
 
-  /** Resolves when the known distinct ids are read (at once when ingest keeps none, or the read failed). */
-  knownIdsLoaded(): Promise<void> {
-    return this.#knownIdsLoad ?? Promise.resolve();
-  }
-
   async #loadKnownIds(): Promise<void> {
     const known = this.#knownIds;
     if (!known) return;

@@ -225,6 +225,7 @@ export class CommitLog {
       this.#schedulePump();
     });
   }
+
   /** Records that the block `intent` is about to be applied (before its inserts start). */
   async beginApply(intent: ApplyIntent): Promise<void> {
     await writeStateFile(

@@ -34,12 +34,6 @@ export class PersonRepository {
   }
 
   /**
-   * The persons of `project:distinct_id` keys, keyed the same way; a key with no person is absent. Two
-   * lookups by primary key rather than one join: most misses are ids never seen, which the first, cheap
-   * query settles alone. Projects and ids are matched as two lists and the pairs nobody asked for are
-   * left out here.
-   */
-  /**
    * Every `project:distinct_id` key that has (or had) a person, a page at a time in key order: for
    * KnownIds. Pages are read by primary key, each a short statement, so the store's other work is not held
    * up for long behind them.
@@ -67,6 +61,12 @@ export class PersonRepository {
     }
   }
 
+  /**
+   * The persons of `project:distinct_id` keys, keyed the same way; a key with no person is absent. Two
+   * lookups by primary key rather than one join: most misses are ids never seen, which the first, cheap
+   * query settles alone. Projects and ids are matched as two lists and the pairs nobody asked for are
+   * left out here.
+   */
   async byDistinctIds(keys: readonly string[]): Promise<Map<string, StoredPerson>> {
     const projects = new Set<number>();
     const ids = new Set<string>();
