@@ -78,7 +78,6 @@ export class IngestService {
   readonly #historical: Actor<Job>;
   readonly #partitions: number;
   readonly #knownIds: KnownIds | undefined;
-  #knownIdsLoad: Promise<void> | undefined;
 
   constructor(config: IngestConfig, deps: IngestDeps) {
     this.#deps = deps;
@@ -113,7 +112,7 @@ export class IngestService {
    * retries after a restart are caught.
    */
   async start(limit: number): Promise<void> {
-    this.#knownIdsLoad ??= this.#loadKnownIds();
+    void this.#loadKnownIds();
     if (limit === 0) return;
     const rows = await this.#deps.store.query<{ project_id: string; uuid: string }>(
       `SELECT project_id, toString(uuid) AS uuid FROM events
