@@ -51,9 +51,10 @@ const BACKOFF_MS = [50, 100, 250, 500, 1000];
 
 /**
  * Commits of the log under way at once: one being written while up to two wait for their sync. Against one
- * at a time, at 5,000 single-event requests/s, in eight alternated pairs on this noisy VM: p99 lower in six
- * (e.g. 22 against 31 ms), higher in two; ~0.05 cores more CPU (twice the commits, smaller). Batch mode:
- * the same CPU. Figures: bench/results/single-event-latency.md.
+ * at a time, at 5,000 single-event requests/s, in eight alternated pairs on this noisy VM: p99 lower in five
+ * (e.g. 22 against 31 ms, 27 against 186), about equal in one, higher in two (51 against 31, 30 against 24);
+ * ~0.05 cores more CPU (twice the commits, smaller). Batch mode: the same CPU, and a higher max sustained
+ * rate in two alternated pairs. Figures: bench/results/single-event-latency.md.
  */
 const COMMITS_IN_FLIGHT = 3;
 
