@@ -25,7 +25,7 @@ export class KnownIds {
     return this.#ready;
   }
 
-  /** Keys added (a key added twice counts twice). */
+  /** Keys added (a key added twice counts twice, though it is kept once). */
   get size(): number {
     return this.#size;
   }
@@ -39,14 +39,21 @@ export class KnownIds {
     return false;
   }
 
+  /**
+   * Adds a key. One the filter reports already (ingest re-adds a known user's key each time it loads the
+   * person again after the cache let it go) takes up no room: a level then fills with distinct keys only.
+   */
   add(key: string): void {
+    this.#size++;
+    const h1 = hash1(key);
+    const h2 = hash2(key);
+    for (const level of this.#levels) if (level.has(h1, h2)) return;
     let last = this.#levels.at(-1)!;
     if (last.full) {
       last = new BloomLevel(last.capacity * 4);
       this.#levels.push(last);
     }
-    last.add(hash1(key), hash2(key));
-    this.#size++;
+    last.add(h1, h2);
   }
 
   /**
