@@ -33,8 +33,9 @@ export interface Store {
   encode?(rows: readonly Row[]): Buffer;
   /**
    * How many commits the store takes at once to advantage (the group-commit writer keeps up to this many
-   * under way). @default 1 — a ClickHouse server gets one insert per table at a time, the rest batched
-   * behind it; the embedded store's commit log writes the next commit while it syncs the last.
+   * under way). @default 1 — the rest are batched behind the one under way. No store takes more today: the
+   * embedded store's commit log measured best with one (logged-store.ts), and a ClickHouse server gets one
+   * insert per table at a time.
    */
   readonly commitsInFlight?: number;
   /**

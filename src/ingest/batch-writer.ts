@@ -30,11 +30,10 @@ export interface BatchWriterDeps {
 
 /**
  * Group commit, adaptive: a round takes the rows written in one synchronous stretch; rows accumulate while
- * the store has as many rounds under way as it takes at once (`Store.commitsInFlight`: one for a
- * ClickHouse server, a few for the embedded store, whose commit log writes the next while it syncs the
- * last), and the next round takes all that accumulated as soon as one returns. Many small requests become
- * few commits without a fixed timer adding latency when load is light. A round commits every table that
- * has rows waiting, concurrently: the embedded store folds them into one write of its commit log (one
+ * the store has as many rounds under way as it takes at once (`Store.commitsInFlight`, one unless the
+ * store says more), and the next round takes all that accumulated as soon as one returns. Many small
+ * requests become few commits without a fixed timer adding latency when load is light. A round commits
+ * every table that has rows waiting, concurrently: the embedded store folds them into one write of its commit log (one
  * fdatasync), and a ClickHouse server takes them as parallel inserts. `write` resolves when its rows are
  * committed, and rejects if their commit failed.
  */

@@ -42,8 +42,8 @@ interface Waiting {
  *   for all of those queries. Measured: a first-seen user's single event took 1.2-1.6 s (3.5 s once) while six
  *   queries of ~0.3 s each were queued; with the gate, 0.1 s (2-core machine, 2026-11-22).
  * - calls that are not parameterised take a pool thread each while they wait, and the pool has four: the
- *   file system's calls (the commit log's write and fdatasync among them) then wait too. Measured in a script:
- *   with eight such queries in flight, an fdatasync issued 50 ms in finished after 1.7 s.
+ *   file system's calls (the commit log's, before it had a thread of its own) then wait too. Measured in a
+ *   script: with eight such queries in flight, an fdatasync issued 50 ms in finished after 1.7 s.
  *
  * The gate lets `limit` calls (one: the engine would run no more at once) go to chDB and keeps the rest here,
  * where they hold no thread, and it lets the store's own work go before readers, so a query that is waiting

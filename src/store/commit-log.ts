@@ -17,7 +17,7 @@
  */
 import { mkdir, open, readdir, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fdatasync, writev } from 'node:fs';
+import { CommitThread } from './commit-thread.ts';
 import { crc32 } from 'node:zlib';
 import { randomUUID } from 'node:crypto';
 
@@ -59,30 +59,31 @@ export interface CommitLogOptions {
   readonly fsync: boolean;
   /** A new segment starts past this size. @default 64 MiB */
   readonly segmentBytes?: number;
-  /**
-   * Commits under way at once: one being written, the others waiting for their `fdatasync`. @default 3
-   * (see `append`).
-   */
+  /** Commits under way at once (see `append`). @default 1 */
   readonly maxInFlight?: number;
-  /** The file calls; tests give ones that fail. @default node:fs */
+  /** The file calls; tests give ones that fail. @default a `CommitThread` of the log's own */
   readonly io?: LogIo;
 }
 
-/** The two calls a commit makes on the segment's file descriptor, as node:fs has them. */
+/**
+ * How a commit reaches the file. Several may be under way at once, each at a position past the ones
+ * before; the log answers them in log order whatever order they come back in.
+ */
 export interface LogIo {
-  writev(
+  /**
+   * Writes `parts` at `position`, then with `sync` makes them durable (fdatasync), and calls back once
+   * done, with the error of the write or the sync if either failed.
+   */
+  commit(
     fd: number,
-    buffers: Buffer[],
+    parts: readonly Buffer[],
     position: number,
-    callback: (err: NodeJS.ErrnoException | null, written: number) => void,
+    sync: boolean,
+    callback: (err: NodeJS.ErrnoException | null) => void,
   ): void;
-  fdatasync(fd: number, callback: (err: NodeJS.ErrnoException | null) => void): void;
+  /** Lets go of what it holds; called once the log is drained. */
+  close(): Promise<void>;
 }
-
-const FS_IO: LogIo = {
-  writev: (fd, buffers, position, callback) => writev(fd, buffers, position, callback),
-  fdatasync: (fd, callback) => fdatasync(fd, callback),
-};
 
 interface State {
   /**
@@ -134,8 +135,6 @@ export class CommitLog {
   #queue: QueuedAppend[] = [];
   /** Commits under way, in log order; each is answered only after all before it. */
   #inFlight: Commit[] = [];
-  /** A write is on its way to the kernel (the next may start once it returns, while it syncs). */
-  #writing = false;
   /** A turn of `#pump` is queued. */
   #pumpQueued = false;
   /** Rotating the segment, or cutting back a failed commit: no new commit starts meanwhile. */
@@ -157,20 +156,20 @@ export class CommitLog {
 
   /** Opens the log in `dir` (created if missing), reading back what was written and not yet applied. */
   static async open(options: CommitLogOptions): Promise<{ log: CommitLog; recovery: Recovery }> {
-    const full = { segmentBytes: 64 * 1024 * 1024, maxInFlight: 3, io: FS_IO, ...options };
-    await mkdir(full.dir, { recursive: true });
-    const state = await readState(full.dir);
+    const settings = { segmentBytes: 64 * 1024 * 1024, maxInFlight: 1, ...options };
+    await mkdir(settings.dir, { recursive: true });
+    const state = await readState(settings.dir);
     if (state.logId === '') {
       state.logId = randomUUID();
-      await writeStateFile(full.dir, state, full.fsync);
+      await writeStateFile(settings.dir, state, settings.fsync);
     }
-    const segments = await listSegments(full.dir);
+    const segments = await listSegments(settings.dir);
     const frames: LogFrame[] = [];
     let truncatedBytes = 0;
     const corruptSegments: string[] = [];
     for (const [i, seg] of segments.entries()) {
       if (seg < state.applied.segment) continue;
-      const path = join(full.dir, segmentName(seg));
+      const path = join(settings.dir, segmentName(seg));
       const bytes = await readFile(path);
       const from = seg === state.applied.segment ? state.applied.offset : 0;
       const { frames: read, validEnd } = readFrames(bytes, seg, from);
@@ -190,7 +189,9 @@ export class CommitLog {
       }
     }
     const next = (segments.at(-1) ?? 0) + 1;
-    const fh = await open(join(full.dir, segmentName(next)), 'wx');
+    const fh = await open(join(settings.dir, segmentName(next)), 'wx');
+    // The thread starts last: nothing that can fail comes after it.
+    const full = { ...settings, io: settings.io ?? new CommitThread() };
     const log = new CommitLog(full, fh, next, state.logId);
     return {
       log,
@@ -208,13 +209,11 @@ export class CommitLog {
    * Appends a block of rows; resolves with its frame once written (and synced, if so configured), never
    * before the appends made earlier.
    *
-   * Group commit, pipelined: the appends made in one synchronous stretch go out in one write, and appends
-   * that arrive while a write is under way go out together in the next. The next write starts as soon as
-   * the one before returns, while that one's `fdatasync` is still running, up to `maxInFlight` commits
-   * (ext4 folds syncs that overlap into one journal commit). With one commit at a time, an append that
-   * came just after a write began waited for that write's sync and then its own, and each hand-over waited
-   * for a turn of the event loop: at 5,000 single-event requests/s that wait was the largest share of a
-   * request's p99 (bench/results/single-event-latency.md).
+   * Group commit: the appends made in one synchronous stretch go out as one commit, and appends that
+   * arrive while `maxInFlight` commits are under way go out together in the next. The commits under way
+   * are written and synced one after another by the io (by default the log's own thread, which lets the
+   * ones that queued up share a write and a sync; see commit-thread.ts), never waiting for a turn of the
+   * main thread between them; they are answered in log order.
    */
   append(table: string, rows: number, data: Buffer): Promise<LogFrame> {
     if (this.#closed) return Promise.reject(new Error('the commit log is closed'));
@@ -250,7 +249,11 @@ export class CommitLog {
   async close(): Promise<void> {
     this.#closed = true;
     if (!this.#drained()) await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));
-    await this.#fh.close();
+    try {
+      await this.#fh.close();
+    } finally {
+      await this.#io.close();
+    }
   }
 
   #drained(): boolean {
@@ -277,7 +280,6 @@ export class CommitLog {
     const halted = this.#inFlight.some((c) => c.failed);
     if (
       this.#queue.length > 0 &&
-      !this.#writing &&
       !this.#paused &&
       !halted &&
       this.#inFlight.length < this.#options.maxInFlight
@@ -289,7 +291,7 @@ export class CommitLog {
     if (this.#drained()) for (const resolve of this.#drainWaiters.splice(0)) resolve();
   }
 
-  /** Writes what is queued as one commit, at the end of the log; its sync follows the write. */
+  /** Hands what is queued to the io as one commit, at the end of the log. */
   #start(): void {
     const batch = this.#queue;
     this.#queue = [];
@@ -314,23 +316,13 @@ export class CommitLog {
     this.#offset = offset;
     const commit: Commit = { batch, frames, start, settled: false, failed: false, error: undefined };
     this.#inFlight.push(commit);
-    this.#writing = true;
-    const fd = this.#fh.fd;
-    const settle = (err: unknown): void => {
+    this.#io.commit(this.#fh.fd, parts, start, this.#options.fsync, (err) => {
       commit.settled = true;
-      if (err !== undefined) {
+      if (err) {
         commit.failed = true;
         commit.error = err;
       }
       this.#settle();
-    };
-    writeAll(this.#io, fd, parts, start, (err) => {
-      this.#writing = false;
-      if (err) settle(err);
-      else if (this.#options.fsync) {
-        this.#io.fdatasync(fd, (e) => settle(e ?? undefined));
-        this.#pump(); // the next write need not wait for this sync
-      } else settle(undefined);
     });
   }
 
@@ -387,30 +379,6 @@ export class CommitLog {
       this.#failed = new Error('the commit log cannot start a new segment', { cause: err });
     }
   }
-}
-
-/**
- * Writes `parts` at `position` (one `writev`, more only if the kernel takes less). The position is
- * explicit: commits are written back to back without waiting on the file offset, and after a failed
- * commit is cut off the next one must start where the log ends. On the callback API, without the promise
- * and FileHandle machinery of `fs/promises`, which showed in a profile of single-event capture (a commit
- * every millisecond or so).
- */
-function writeAll(
-  io: LogIo,
-  fd: number,
-  parts: Buffer[],
-  position: number,
-  done: (err: NodeJS.ErrnoException | null) => void,
-): void {
-  io.writev(fd, parts, position, (err, written) => {
-    if (err) return done(err);
-    let rest = written;
-    let i = 0;
-    while (i < parts.length && rest >= parts[i]!.length) rest -= parts[i++]!.length;
-    if (i === parts.length) return done(null);
-    writeAll(io, fd, [parts[i]!.subarray(rest), ...parts.slice(i + 1)], position + written, done);
-  });
 }
 
 async function writeStateFile(dir: string, state: State, fsync: boolean): Promise<void> {

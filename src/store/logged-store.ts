@@ -50,13 +50,13 @@ function isDataError(err: unknown): boolean {
 const BACKOFF_MS = [50, 100, 250, 500, 1000];
 
 /**
- * Commits of the log under way at once: one being written while up to two wait for their sync. Against one
- * at a time, at 5,000 single-event requests/s, in eight alternated pairs on this noisy VM: p99 lower in five
- * (e.g. 22 against 31 ms, 27 against 186), about equal in one, higher in two (51 against 31, 30 against 24);
- * ~0.05 cores more CPU (twice the commits, smaller). Batch mode: the same CPU, and a higher max sustained
- * rate in two alternated pairs. Figures: bench/results/single-event-latency.md.
+ * Commits of the log under way at once. With the log's own writer thread (commit-thread.ts), one: what
+ * queues meanwhile goes out together when it returns. Against three under way (the thread then takes them
+ * back to back), at 5,000 single-event requests/s in three alternated pairs: p99 16.9, 15.5 and 16.4 ms
+ * against 19.5, 14.6 and 18.7, p99.9 lower in all three, 10-36% fewer commits
+ * (bench/results/single-event-latency.md).
  */
-const COMMITS_IN_FLIGHT = 3;
+const COMMITS_IN_FLIGHT = 1;
 
 /**
  * The embedded Store: a commit is an append to the commit log (see commit-log.ts for why), and an applier
@@ -70,8 +70,6 @@ const COMMITS_IN_FLIGHT = 3;
  * capture answers with 503.
  */
 export class LoggedStore implements Store, TableReader {
-  /** The commit log pipelines its commits: the group-commit writer may keep this many under way. */
-  readonly commitsInFlight = COMMITS_IN_FLIGHT;
   /** chDB holds the data directory locked: nothing else writes these tables while this process runs. */
   readonly soleWriter = true;
   readonly #inner: ClickHouseStore;
