@@ -260,7 +260,7 @@ function markdown(results: JetStreamBenchResults, jsonName: string): string {
     `allowance (${int(results.modes[0]?.weir.max?.steps[0]?.measurement.catchUpAllowanceMs)} ms for a step): it stored at least ~90% as fast as capture acknowledged. The search`,
     "starts from the probe's stored rate when ingest stored less than capture acknowledged, but never below",
     'the fixed rate when ingest kept up with it (a closed-loop probe starves ingest of CPU); when the first',
-    'step (90%) holds, the rate climbs by half while steps hold (≤ 3 times), then bisects once.',
+    'step (90%) holds, the rate climbs by half while steps hold (≤ 3 times), then bisects three times.',
     'End-to-end lag: during the batch fixed-rate run (and each max-throughput step) a sampler in the runner sends one tagged single event every',
     `${results.modes.find((r) => r.lag)?.lag?.intervalMs ?? '–'} ms (its own request) and records send and 200 times;`,
     "after ingest stopped, `weir sql` reads each tagged row's `_inserted_at` (when the store applied its block",

@@ -76,8 +76,8 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 /**
  * Behind a bus the probe can understate the ceiling (capture and ingest share the cores, and a closed loop
  * lets capture starve ingest), so a sustained first step is not taken as "near the ceiling": the rate goes
- * up by half while steps hold (at most CLIMBS times), then bisects once between the last step that held
- * and the first that did not.
+ * up by half while steps hold (at most CLIMBS times), then bisects BISECTIONS times between the last step
+ * that held and the first that did not.
  */
 async function climb(held: StepResult, tryRate: (rate: number) => Promise<StepResult>): Promise<StepResult> {
   let best = held;
@@ -87,12 +87,15 @@ async function climb(held: StepResult, tryRate: (rate: number) => Promise<StepRe
     if (step.sustained) best = step;
     else failedRate = step.rate;
   }
-  if (failedRate !== undefined) {
-    const mid = Math.round((best.rate + failedRate) / 2);
-    if (mid > best.rate && mid < failedRate) {
-      const step = await tryRate(mid);
-      if (step.sustained) best = step;
-    }
+  // Then bisect as the search below the probe does, so both end within the same few percent: one
+  // bisection left a gap of a quarter (e.g. 489 held, 612 did not, nothing tried between).
+  let hi = failedRate;
+  for (let i = 0; i < BISECTIONS && hi !== undefined; i++) {
+    const mid = Math.round((best.rate + hi) / 2);
+    if (mid <= best.rate || mid >= hi) break;
+    const step = await tryRate(mid);
+    if (step.sustained) best = step;
+    else hi = mid;
   }
   return best;
 }
