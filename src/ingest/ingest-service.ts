@@ -8,7 +8,7 @@ import { BatchWriter } from './batch-writer.ts';
 import { DedupWindow } from './dedup-window.ts';
 import { eventRow, warningRow } from './event-row.ts';
 import { Pipeline } from './pipeline.ts';
-import { GroupState } from './persons/group-state.ts';
+import { GroupState, groupKeys } from './persons/group-state.ts';
 import { KnownIds } from './persons/known-ids.ts';
 import { PersonRepository } from './persons/person-repository.ts';
 import { PersonState } from './persons/person-state.ts';
@@ -78,6 +78,7 @@ export class IngestService {
   readonly #historical: Actor<Job>;
   readonly #partitions: number;
   readonly #knownIds: KnownIds | undefined;
+  readonly #knownGroups: KnownIds | undefined;
 
   constructor(config: IngestConfig, deps: IngestDeps) {
     this.#deps = deps;
@@ -85,13 +86,17 @@ export class IngestService {
     this.#writer = new BatchWriter({ maxRows: config.commitMaxRows }, deps);
     this.#dedup = new DedupWindow(config.dedupWindow);
     const state = { store: deps.store, writer: this.#writer };
-    // Only a store's sole writer can know every distinct id that has a person (see KnownIds).
+    // Only a store's sole writer can know every distinct id that has a person, and every group (see KnownIds).
     this.#knownIds = deps.store.soleWriter ? new KnownIds() : undefined;
+    this.#knownGroups = deps.store.soleWriter ? new KnownIds() : undefined;
     const persons = new PersonState(
       { cacheSize: config.personCacheSize ?? 100_000 },
       { ...state, knownIds: this.#knownIds, metrics: deps.metrics },
     );
-    const groups = new GroupState({ cacheSize: config.groupCacheSize ?? 10_000 }, state);
+    const groups = new GroupState(
+      { cacheSize: config.groupCacheSize ?? 10_000 },
+      { ...state, knownKeys: this.#knownGroups },
+    );
     // The one place the order of the steps is written down.
     this.#pipeline = new Pipeline([
       assignPersonMode(),
@@ -107,9 +112,9 @@ export class IngestService {
   }
 
   /**
-   * Starts reading which distinct ids have a person (in the background: until it is done, every new id is
-   * looked up, as without it), and warms the duplicate window with what was stored in the last hour, so
-   * retries after a restart are caught.
+   * Starts reading which distinct ids have a person and which groups are stored (in the background: until
+   * that is done, every new id or group is looked up, as without it), and warms the duplicate window with
+   * what was stored in the last hour, so retries after a restart are caught.
    */
   async start(limit: number): Promise<void> {
     void this.#loadKnownIds();
@@ -125,18 +130,33 @@ export class IngestService {
   }
 
   async #loadKnownIds(): Promise<void> {
-    const known = this.#knownIds;
-    if (!known) return;
+    if (this.#knownIds)
+      await this.#loadKnown(
+        this.#knownIds,
+        new PersonRepository(this.#deps.store).distinctIdKeys(),
+        'distinct ids',
+        'new ids',
+      );
+    if (this.#knownGroups)
+      await this.#loadKnown(this.#knownGroups, groupKeys(this.#deps.store), 'groups', 'new groups');
+  }
+
+  async #loadKnown(
+    known: KnownIds,
+    pages: AsyncIterable<readonly string[]>,
+    what: string,
+    news: string,
+  ): Promise<void> {
     const started = performance.now();
     try {
-      await known.load(new PersonRepository(this.#deps.store).distinctIdKeys());
+      await known.load(pages);
       this.#deps.logger.info(
         { keys: known.size, ms: Math.round(performance.now() - started) },
-        'known distinct ids read: new ids are no longer looked up',
+        `known ${what} read: ${news} are no longer looked up`,
       );
     } catch (err) {
-      // Stopped with the store, most likely. Without the filter every new id is looked up: slower, not wrong.
-      this.#deps.logger.warn({ err }, 'could not read the known distinct ids; new ids are looked up');
+      // Stopped with the store, most likely. Without the filter every new key is looked up: slower, not wrong.
+      this.#deps.logger.warn({ err }, `could not read the known ${what}; ${news} are looked up`);
     }
   }
 

@@ -1,9 +1,10 @@
 /**
- * Ingest reads which distinct ids have a person when it starts (KnownIds), so that a new id needs no
- * lookup. Two things must hold, each checked against a real `weir start`:
- * - an id stored by an earlier run is still known after a restart: its events keep their person;
- * - a new user's event is answered while a long query holds the embedded engine. Before, its person
- *   lookup waited for the running statement to finish.
+ * Ingest reads which distinct ids have a person, and which groups are stored, when it starts (KnownIds), so
+ * that a new id or group needs no lookup. Two things must hold, each checked against a real `weir start`:
+ * - an id or group stored by an earlier run is still known after a restart: its events keep their person,
+ *   and the group's properties are merged into, not started afresh;
+ * - a new user's event, and a new group's `$groupidentify`, are answered while a long query holds the
+ *   embedded engine. Before, their lookups waited for the running statement to finish.
  */
 import t from 'tap';
 import {
@@ -17,15 +18,29 @@ import {
 
 const loaded = (w: SpawnedWeir): Promise<true> =>
   waitFor(
-    () => Promise.resolve(/known distinct ids read/.test(w.output()) ? true : undefined),
+    () => Promise.resolve(/known groups read/.test(w.output()) ? true : undefined),
     30_000,
-    'the known distinct ids to be read',
+    'the known distinct ids and groups to be read',
   );
 
 async function capture(w: SpawnedWeir, distinctId: string, event = 'seen'): Promise<number> {
   const res = await fetch(`${w.url}/i/v0/e/`, {
     method: 'POST',
     body: JSON.stringify({ api_key: PROJECT_API_KEY, event, distinct_id: distinctId }),
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+async function identifyGroup(w: SpawnedWeir, key: string, set: Record<string, unknown>): Promise<number> {
+  const res = await fetch(`${w.url}/i/v0/e/`, {
+    method: 'POST',
+    body: JSON.stringify({
+      api_key: PROJECT_API_KEY,
+      event: '$groupidentify',
+      distinct_id: `admin-of-${key}`,
+      properties: { $group_type: 'company', $group_key: key, $group_set: set },
+    }),
   });
   await res.arrayBuffer();
   return res.status;
@@ -51,17 +66,26 @@ t.test('an id stored by an earlier run keeps its person after a restart', async 
   const first = await spawnWeir(dataDir);
   t.teardown(() => first.child.kill('SIGKILL'));
   t.equal(await capture(first, 'returning', 'before'), 200);
+  t.equal(await identifyGroup(first, 'acme', { plan: 'free' }), 200);
   await stop(first);
 
   const second = await spawnWeir(dataDir);
   t.teardown(() => second.child.kill('SIGKILL'));
   await loaded(second);
-  t.match(second.output(), /"keys":1\b/, 'the one stored id was read');
+  t.match(second.output(), /"keys":2,.*known distinct ids read/, 'the two stored ids were read');
+  t.match(second.output(), /"keys":1,.*known groups read/, 'and the one stored group');
+  t.equal(await identifyGroup(second, 'acme', { seats: 5 }), 200);
+  const groups = await query(second, 'SELECT group_key, properties FROM groups');
+  t.same(
+    groups.results.map(([key, properties]) => [key, JSON.parse(String(properties)) as unknown]),
+    [['acme', { plan: 'free', seats: 5 }]],
+    "the group's properties from before the restart are kept: it was looked up, not made anew",
+  );
   t.equal(await capture(second, 'returning', 'after'), 200);
   t.equal(await capture(second, 'brand-new', 'after'), 200);
   const { results } = await query(
     second,
-    'SELECT distinct_id, uniqExact(person_id) AS persons, count() AS n FROM events GROUP BY distinct_id ORDER BY distinct_id',
+    "SELECT distinct_id, uniqExact(person_id) AS persons, count() AS n FROM events WHERE distinct_id IN ('returning', 'brand-new') GROUP BY distinct_id ORDER BY distinct_id",
   );
   t.same(
     results,
@@ -78,6 +102,8 @@ t.test("a new user's event is answered while a long query holds the engine", asy
   const w = await spawnWeir(tempDir());
   t.teardown(() => w.child.kill('SIGKILL'));
   t.equal(await capture(w, 'seed'), 200);
+  // The project's group types are read once per process; read them now, so only the group itself is new below.
+  t.equal(await identifyGroup(w, 'seed-company', {}), 200);
   await loaded(w);
   // 0.3-3 s of engine time each on this project's 2-core machine; two, so that one is surely running.
   const slow =
@@ -99,8 +125,14 @@ t.test("a new user's event is answered while a long query holds the engine", asy
   );
   t.equal(await capture(w, 'first-seen-during-a-long-query'), 200);
   answered.push('capture');
+  t.equal(await identifyGroup(w, 'new-during-a-long-query', { plan: 'trial' }), 200);
+  answered.push('group');
   t.same(await Promise.all(queries), [200, 200], 'both queries are answered');
-  t.equal(answered[0], 'capture', `the event was answered first (${answered.join(', ')})`);
+  t.same(
+    answered.slice(0, 2),
+    ['capture', 'group'],
+    `the event and the new group were answered first (${answered.join(', ')})`,
+  );
   const { results } = await query(
     w,
     "SELECT count() FROM events WHERE distinct_id = 'first-seen-during-a-long-query'",

@@ -3,6 +3,7 @@ import { chTime } from '../../store/clickhouse-store.ts';
 import type { BatchWriter } from '../batch-writer.ts';
 import { BatchedLoader } from './batched-loader.ts';
 import { GroupTypes, type GroupTypeIndexes } from './group-types.ts';
+import type { KnownIds } from './known-ids.ts';
 import { PinnedLru } from './pinned-lru.ts';
 import { allCommitted, writeState, STATE_READ } from './state-writes.ts';
 
@@ -14,6 +15,11 @@ export interface GroupStateConfig {
 export interface GroupStateDeps {
   readonly store: Store;
   readonly writer: BatchWriter;
+  /**
+   * Which `project:index:key` groups may be stored, when this process is the store's sole writer: a
+   * `$groupidentify` of a group it rules out creates the group without looking it up (see KnownIds).
+   */
+  readonly knownKeys?: KnownIds;
 }
 
 interface Group {
@@ -44,6 +50,7 @@ export class GroupState {
   readonly #cache: PinnedLru<Group>;
   readonly #loader: BatchedLoader<StoredGroup>;
   readonly #writer: BatchWriter;
+  readonly #knownKeys: KnownIds | undefined;
   readonly #refusals = new Set<string>();
 
   constructor(config: GroupStateConfig, deps: GroupStateDeps) {
@@ -51,6 +58,7 @@ export class GroupState {
     this.#cache = new PinnedLru<Group>({ max: config.cacheSize, isPinned: (g) => g.pending > 0 });
     this.#loader = new BatchedLoader({ maxKeys: 10_000 }, (keys) => loadGroups(deps.store, keys));
     this.#writer = deps.writer;
+    this.#knownKeys = deps.knownKeys;
   }
 
   /** Column indexes of group types, mapping new types while the project has free indexes. */
@@ -78,7 +86,8 @@ export class GroupState {
     const index = types.indexes.get(groupType);
     if (index === undefined) return { kind: 'type_limit' };
     const key = `${projectId}:${index}:${groupKey}`;
-    const loaded = this.#cached(key) ? undefined : await this.#loader.load([key]);
+    const lookUp = !this.#cached(key) && (this.#knownKeys?.mightHave(key) ?? true);
+    const loaded = lookUp ? await this.#loader.load([key]) : undefined;
     // Synchronous from here: a concurrent update of the same group is either wholly before or after.
     let group = this.#cached(key);
     if (!group) {
@@ -88,6 +97,8 @@ export class GroupState {
         ? { ...stored, groupType, pending: 0, stale: false }
         : { groupType, properties: {}, createdAt: timestamp, version: -1, pending: 0, stale: false };
       this.#cache.set(key, group);
+      // Stored already, or about to be: a new group is always written.
+      this.#knownKeys?.add(key);
     }
     const written = this.#update(group, projectId, index, groupKey, set);
     // Only now, with what was written pinned, may the cache shrink back to its bound.
@@ -148,6 +159,33 @@ function groupRow(projectId: number, index: number, groupKey: string, g: Group):
     created_at: chTime(g.createdAt),
     version: g.version,
   };
+}
+
+/**
+ * Every `project:index:key` of a stored group, a page at a time in primary-key order: for KnownIds. Each
+ * page is a short statement, so the store's other work is not held up for long behind them.
+ */
+export async function* groupKeys(store: Store, pageSize = 20_000): AsyncGenerator<string[]> {
+  const types = await store.query<{ project_id: string; group_type_index: number }>(
+    'SELECT DISTINCT project_id, group_type_index FROM groups ORDER BY project_id, group_type_index',
+    {},
+    STATE_READ,
+  );
+  for (const { project_id: project, group_type_index: index } of types) {
+    let after = '';
+    for (;;) {
+      const rows = await store.query<{ group_key: string }>(
+        `SELECT DISTINCT group_key FROM groups
+         WHERE project_id = {project:UInt64} AND group_type_index = {index:UInt8} AND group_key > {after:String}
+         ORDER BY group_key LIMIT {limit:UInt64}`,
+        { project, index, after, limit: pageSize },
+        STATE_READ,
+      );
+      if (rows.length > 0) yield rows.map((r) => `${project}:${index}:${r.group_key}`);
+      if (rows.length < pageSize) break;
+      after = rows.at(-1)!.group_key;
+    }
+  }
 }
 
 /** Groups by `project:index:key`, in one query for any number of them. */
