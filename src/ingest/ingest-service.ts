@@ -79,6 +79,7 @@ export class IngestService {
   readonly #partitions: number;
   readonly #knownIds: KnownIds | undefined;
   readonly #knownGroups: KnownIds | undefined;
+  readonly #groups: GroupState;
 
   constructor(config: IngestConfig, deps: IngestDeps) {
     this.#deps = deps;
@@ -93,7 +94,7 @@ export class IngestService {
       { cacheSize: config.personCacheSize ?? 100_000 },
       { ...state, knownIds: this.#knownIds, metrics: deps.metrics },
     );
-    const groups = new GroupState(
+    this.#groups = new GroupState(
       { cacheSize: config.groupCacheSize ?? 10_000 },
       { ...state, knownKeys: this.#knownGroups },
     );
@@ -102,8 +103,8 @@ export class IngestService {
       assignPersonMode(),
       refusePersonlessIdentify(),
       processPerson(persons),
-      identifyGroup(groups),
-      linkGroups(groups),
+      identifyGroup(this.#groups),
+      linkGroups(this.#groups),
     ]);
     const handler = (job: Job): Promise<void> => this.#process(job);
     this.#live = new KeyedActors(config.ingestPartitions, () => handler);
@@ -129,16 +130,21 @@ export class IngestService {
     this.#deps.logger.info({ uuids: rows.length }, 'duplicate window warmed from the store');
   }
 
+  /** What the store's sole writer reads at start: group types first (one short statement), then the filters. */
   async #loadKnownIds(): Promise<void> {
-    if (this.#knownIds)
-      await this.#loadKnown(
-        this.#knownIds,
-        new PersonRepository(this.#deps.store).distinctIdKeys(),
-        'distinct ids',
-        'new ids',
-      );
-    if (this.#knownGroups)
-      await this.#loadKnown(this.#knownGroups, groupKeys(this.#deps.store), 'groups', 'new groups');
+    if (!this.#knownIds || !this.#knownGroups) return;
+    try {
+      await this.#groups.preloadTypes();
+    } catch (err) {
+      this.#deps.logger.warn({ err }, "could not read the projects' group types; each is read on first use");
+    }
+    await this.#loadKnown(
+      this.#knownIds,
+      new PersonRepository(this.#deps.store).distinctIdKeys(),
+      'distinct ids',
+      'new ids',
+    );
+    await this.#loadKnown(this.#knownGroups, groupKeys(this.#deps.store), 'groups', 'new groups');
   }
 
   async #loadKnown(

@@ -61,6 +61,11 @@ export class GroupState {
     this.#knownKeys = deps.knownKeys;
   }
 
+  /** Reads every project's group types now (only for the store's sole writer; see `GroupTypes.preload`). */
+  preloadTypes(): Promise<void> {
+    return this.#types.preload();
+  }
+
   /** Column indexes of group types, mapping new types while the project has free indexes. */
   typeIndexes(projectId: number, types: readonly string[]): Promise<GroupTypeIndexes> {
     return this.#types.indexes(projectId, types);

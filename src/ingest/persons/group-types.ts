@@ -30,6 +30,8 @@ export class GroupTypes {
   readonly #projects = new Map<number, Promise<Map<string, number>>>();
   /** `project:type` whose mapping row failed to commit: written again on next use. */
   readonly #unsaved = new Set<string>();
+  /** Every project's mapping is in `#projects` (see `preload`): a project not there has none. */
+  #complete = false;
 
   constructor(deps: GroupTypesDeps) {
     this.#deps = deps;
@@ -68,9 +70,36 @@ export class GroupTypes {
     return { indexes, refused, written };
   }
 
+  /**
+   * Reads every project's mapping in one statement, so that no event waits for its project's (on the
+   * embedded store, a read waits for whatever query is running). Only for the store's sole writer: a
+   * project absent from what was read then has no mapping, and is given an empty one without a read.
+   */
+  async preload(): Promise<void> {
+    const rows = await this.#deps.store.query<{
+      project_id: string;
+      group_type: string;
+      group_type_index: number;
+    }>('SELECT project_id, group_type, group_type_index FROM group_type_mapping FINAL', {}, STATE_READ);
+    const read = new Map<number, Map<string, number>>();
+    for (const r of rows) {
+      const projectId = Number(r.project_id);
+      let mapping = read.get(projectId);
+      if (!mapping) read.set(projectId, (mapping = new Map<string, number>()));
+      mapping.set(r.group_type, Number(r.group_type_index));
+    }
+    // A project loaded meanwhile keeps what it has: it may hold types mapped since.
+    for (const [projectId, mapping] of read)
+      if (!this.#projects.has(projectId)) this.#projects.set(projectId, Promise.resolve(mapping));
+    this.#complete = true;
+  }
+
   #mappingOf(projectId: number): Promise<Map<string, number>> {
     let mapping = this.#projects.get(projectId);
-    if (!mapping) {
+    if (!mapping && this.#complete) {
+      mapping = Promise.resolve(new Map<string, number>());
+      this.#projects.set(projectId, mapping);
+    } else if (!mapping) {
       mapping = this.#load(projectId);
       this.#projects.set(projectId, mapping);
       // A failed load is forgotten so the next event tries again.
