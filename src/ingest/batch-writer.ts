@@ -33,9 +33,9 @@ export interface BatchWriterDeps {
  * the store has as many rounds under way as it takes at once (`Store.commitsInFlight`, one unless the
  * store says more), and the next round takes all that accumulated as soon as one returns. Many small
  * requests become few commits without a fixed timer adding latency when load is light. A round commits
- * every table that has rows waiting, concurrently: the embedded store folds them into one write of its commit log (one
- * fdatasync), and a ClickHouse server takes them as parallel inserts. `write` resolves when its rows are
- * committed, and rejects if their commit failed.
+ * every table that has rows waiting, concurrently: the embedded store folds them into one write of its
+ * commit log (one fdatasync), and a ClickHouse server takes them as parallel inserts. `write` resolves when
+ * its rows are committed, and rejects if their commit failed.
  */
 export class BatchWriter {
   readonly #config: BatchWriterConfig;

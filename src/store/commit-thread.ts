@@ -16,7 +16,7 @@ type Callback = (err: NodeJS.ErrnoException | null) => void;
  *
  * Why not node:fs's callbacks: each call is a trip through libuv's pool, and a commit took two (write, then
  * fdatasync), each handed over by the main thread on one of its turns and answered on another; on this
- * project's VM a thread woken from sleep costs tens of microseconds of kernel time. Here a commit is one
+ * project's VM a thread woken from sleep costs ~15 µs of steal besides its own CPU. Here a commit is one
  * message each way; the thread starts the next write as soon as a sync returns, without waiting for the main
  * thread, and commits that queued meanwhile share one write and one sync. Measured against the pool
  * (bench/results/single-event-latency.md): a commit 0.63-1.16 ms against 0.86-3.0 ms at 5,000 single-event

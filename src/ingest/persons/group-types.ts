@@ -30,8 +30,8 @@ export class GroupTypes {
   readonly #projects = new Map<number, Promise<Map<string, number>>>();
   /** `project:type` whose mapping row failed to commit: written again on next use. */
   readonly #unsaved = new Set<string>();
-  /** Every project's mapping is in `#projects` (see `preload`): a project not there has none. */
-  #complete = false;
+  /** Every project's mapping as `preload` read it: a project not in it has none. */
+  #preloaded: ReadonlyMap<number, Map<string, number>> | undefined;
 
   constructor(deps: GroupTypesDeps) {
     this.#deps = deps;
@@ -88,16 +88,14 @@ export class GroupTypes {
       if (!mapping) read.set(projectId, (mapping = new Map<string, number>()));
       mapping.set(r.group_type, Number(r.group_type_index));
     }
-    // A project loaded meanwhile keeps what it has: it may hold types mapped since.
-    for (const [projectId, mapping] of read)
-      if (!this.#projects.has(projectId)) this.#projects.set(projectId, Promise.resolve(mapping));
-    this.#complete = true;
+    // Taken up on a project's first use: a project loaded before keeps what it has (types mapped since).
+    this.#preloaded = read;
   }
 
   #mappingOf(projectId: number): Promise<Map<string, number>> {
     let mapping = this.#projects.get(projectId);
-    if (!mapping && this.#complete) {
-      mapping = Promise.resolve(new Map<string, number>());
+    if (!mapping && this.#preloaded) {
+      mapping = Promise.resolve(this.#preloaded.get(projectId) ?? new Map<string, number>());
       this.#projects.set(projectId, mapping);
     } else if (!mapping) {
       mapping = this.#load(projectId);
