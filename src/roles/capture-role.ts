@@ -55,7 +55,7 @@ export async function startCaptureRole(config: Config, logger: Logger): Promise<
     const served = await serveRole(
       app,
       config,
-      { metrics, logger, inFlight, isReady: () => bus.isReady() && catalog.loaded },
+      { metrics, logger, inFlight, sharePort: true, isReady: () => bus.isReady() && catalog.loaded },
       teardown,
       { message: 'weir capture is ready', role: 'capture', natsUrl, dataDir: config.dataDir },
     );

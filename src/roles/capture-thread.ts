@@ -59,7 +59,7 @@ async function main(): Promise<void> {
   const app = uWS.App();
   const inFlight = mountCapture(app, config, { catalog, bus, metrics, logger });
   registerProxy(app, { target: init.target, inFlight, logger });
-  const server = await listen(app, config.host, config.port);
+  const server = await listen(app, config.host, config.port, { sharePort: true });
 
   port.on('message', (message: ToThread) => {
     switch (message.type) {

@@ -13,6 +13,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { MetricsJson } from '../core/metrics.ts';
 import type { Bus, Project } from '../core/ports.ts';
+import { freePort } from '../http/server.ts';
 import type { CaptureThreadInit } from './capture-thread.ts';
 
 const ENTRY = join(import.meta.dirname, '../../bin/capture-thread.js');
@@ -49,9 +50,11 @@ export class CaptureThreads {
     const projects = threadProjects(deps.catalog.listProjects());
     const threads: Thread[] = [];
     const started = new CaptureThreads(threads, deps.logger);
+    // The threads share the port among themselves, and with nobody else.
+    const port = await freePort(config.host, config.port);
     try {
       for (let index = 0; index < config.captureThreads; index++) {
-        const init: CaptureThreadInit = { config, target: deps.target, projects, index };
+        const init: CaptureThreadInit = { config: { ...config, port }, target: deps.target, projects, index };
         threads.push(await Thread.start(init, deps, () => started.#onFailure(index)));
       }
     } catch (err) {

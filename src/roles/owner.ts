@@ -4,6 +4,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Store } from '../core/ports.ts';
+import { freePort } from '../http/server.ts';
 import { IngestService } from '../ingest/ingest-service.ts';
 import { type LoggedStore, openEmbeddedStore } from '../store/logged-store.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
@@ -33,13 +34,16 @@ export interface OwnedDataDir {
 
 /**
  * Locks the data directory (chDB allows one process per directory), opens the catalog and the embedded store
- * (migrated, and with what its commit log held from the last run applied).
+ * (migrated, and with what its commit log held from the last run applied). First it checks that the role's
+ * port is free: a first start that failed to listen after making the catalog would have made keys that
+ * nobody was shown (they are shown once, and stored hashed).
  */
 export async function openDataDir(
   config: Config,
   deps: { logger: Logger; metrics: Metrics },
   teardown: Teardown,
 ): Promise<OwnedDataDir> {
+  await freePort(config.host, config.port);
   const lock = DataDirLock.acquire(config.dataDir);
   teardown.push('release the data directory', () => lock.release());
   const catalog = await FileCatalog.open(config);

@@ -27,6 +27,8 @@ export async function serveRole(
     readonly logger: Logger;
     readonly isReady: () => boolean;
     readonly inFlight?: InFlight;
+    /** Several processes may listen on the port (`weir capture`); otherwise the role must be its only one. */
+    readonly sharePort?: boolean;
     readonly isHealthy?: OpsDeps['isHealthy'];
     readonly moreMetrics?: OpsDeps['moreMetrics'];
   },
@@ -42,7 +44,7 @@ export async function serveRole(
     isHealthy: deps.isHealthy,
     moreMetrics: deps.moreMetrics,
   });
-  const server = await listen(app, config.host, config.port);
+  const server = await listen(app, config.host, config.port, { sharePort: deps.sharePort ?? false });
   teardown.push(inFlight ? 'finish requests in progress' : 'stop listening', async () => {
     server.stopListening();
     if (inFlight) await drainRequests(inFlight, config.shutdownTimeoutMs, logger);

@@ -2,6 +2,9 @@
  * Weir as an operator runs it: `weir start` in its own process, first-start keys, `weir sql`, and SIGTERM
  * under load — every event that got a 200 is stored.
  */
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import { PROJECT_API_KEY, spawnWeir, tempDir, weirSql } from '../helpers/weir.ts';
 
@@ -55,6 +58,39 @@ t.test('weir sql refuses a data directory a running Weir holds, and reads it onc
       .map((l) => JSON.parse(l) as unknown),
     [{ event: 'held', distinct_id: 'h' }],
   );
+});
+
+t.test('a second Weir on a taken port refuses to start, before it makes anything', async (t) => {
+  const first = await spawnWeir(tempDir());
+  t.teardown(async () => {
+    first.child.kill('SIGTERM');
+    await first.exited;
+  });
+  const port = new URL(first.url).port;
+  for (const threads of ['0', '1']) {
+    const dataDir = tempDir();
+    const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/weir.js'), 'start'], {
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        WEIR_PORT: port,
+        WEIR_DATA_DIR: dataDir,
+        WEIR_CAPTURE_THREADS: threads,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    t.equal(code, 1, `exits 1 (capture threads: ${threads})`);
+    t.match(stderr, `cannot listen on http://127.0.0.1:${port}: is the port in use?`);
+    t.notMatch(stderr, /API key/, 'no keys were made that would never be shown again');
+    t.same(readdirSync(dataDir), [], 'its data directory is left as it was');
+  }
+  const res = await fetch(`${first.url}/i/v0/e/`, {
+    method: 'POST',
+    body: JSON.stringify({ api_key: PROJECT_API_KEY, event: 'still mine', distinct_id: 'p' }),
+  });
+  t.equal(res.status, 200, 'the first Weir goes on taking events');
 });
 
 t.test('SIGTERM under load: every event answered 200 is stored, nothing else is', async (t) => {

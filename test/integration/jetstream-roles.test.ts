@@ -5,6 +5,7 @@
  */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import t from 'tap';
 import { PostHog } from 'posthog-node';
@@ -140,6 +141,23 @@ t.test('two capture processes feed one ingest', async (t) => {
   const viaB = metricValue(await b.metrics(), 'weir_capture_events_total');
   t.ok(viaA >= 2_000 && viaB >= 2_000, `both captures took events (A ${viaA}, B ${viaB})`);
   sent.twoCaptures = load.acked;
+});
+
+t.test('capture processes may share a port, but not the one ingest owns', async (t) => {
+  const free = createServer();
+  await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+  const port = String((free.address() as AddressInfo).port);
+  await new Promise((resolve) => free.close(resolve));
+  const env = { WEIR_NATS_URL: nats.url, WEIR_DATA_DIR: dataDir, WEIR_PORT: port };
+  const [c, d] = await Promise.all([spawnRole('capture', env), spawnRole('capture', env)]);
+  t.equal(c.url, d.url, 'two captures listen on one port');
+  t.same(await Promise.all([c.stop(), d.stop()]), [0, 0]);
+  const ingestPort = new URL(ingest.url).port;
+  await t.rejects(
+    spawnRole('capture', { ...env, WEIR_PORT: ingestPort }),
+    { message: new RegExp(`cannot listen on http://127\\.0\\.0\\.1:${ingestPort}: is the port in use\\?`) },
+    'the port ingest owns is refused',
+  );
 });
 
 t.test('a burst from one distinct_id goes to overflow and is still stored', async (t) => {
