@@ -3,6 +3,7 @@
  * ratios to the bare-uWS ceiling, and the issue's targets checked against them.
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { REPO_ROOT } from './child-processes.ts';
 import type { BenchOptions } from './options.ts';
@@ -106,11 +107,28 @@ export function machineInfo(): Record<string, string | number> {
   const cpus = os.cpus();
   return {
     cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+    cpuGeneration: cpuGeneration(),
     cpus: cpus.length,
     totalMemGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
     platform: `${os.platform()} ${os.release()} ${os.arch()}`,
     node: process.version,
   };
+}
+
+/**
+ * The CPU's family and model numbers (Linux): a VM's model name is often just "AMD EPYC", and runs on two
+ * generations of it differ by more than any change measured here (issue 2's figures moved 2-3× between
+ * machines that both said "AMD EPYC").
+ */
+function cpuGeneration(): string {
+  try {
+    const info = readFileSync('/proc/cpuinfo', 'utf8');
+    const field = (name: string): string | undefined =>
+      new RegExp(`^${name}\\s*: (.*)$`, 'm').exec(info)?.[1]?.trim();
+    return `family ${field('cpu family') ?? '?'} model ${field('model') ?? '?'}`;
+  } catch {
+    return 'unknown';
+  }
 }
 
 /** The commit the measured Weir came from, marked dirty when src/ has uncommitted changes. */
