@@ -101,9 +101,14 @@ class HeldIo implements LogIo {
 
 const ioError = (code: string): NodeJS.ErrnoException => Object.assign(new Error(code), { code });
 
-/** Resolves once `done()` holds, checking after each turn of the event loop. */
+/**
+ * Resolves once `done()` holds, checking after each turn of the event loop, for at most 10 s. A deadline, not
+ * a count of turns: file I/O on the thread pool (opening the next segment) takes more turns the faster they
+ * are, and 1,000 turns were not enough once this project's VM got faster.
+ */
 async function until(done: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setImmediate(r));
+  const deadline = performance.now() + 10_000;
+  while (!done() && performance.now() < deadline) await new Promise((r) => setImmediate(r));
   if (!done()) throw new Error('condition not reached');
 }
 
