@@ -71,22 +71,27 @@ export class EmbeddedBus implements Bus {
 
   /**
    * Waits for ingest to commit what `publish` handed over. Separate from `publish` so that the batches are
-   * not kept alive by its frame while the commit waits for the disk.
+   * not kept alive by its frame while the commit waits for the disk; one callback each way rather than an
+   * async function, which costs a request two promises more.
    */
-  async #committed(handed: Promise<void>, count: number): Promise<void> {
-    try {
-      await handed;
-    } catch (err) {
-      throw new AppError('unavailable', {
-        detail: 'The events could not be stored; retry after the time in Retry-After.',
-        retryAfterSeconds: 1,
-        retriable: true,
-        cause: err,
-      });
-    } finally {
-      this.#pending -= count;
-      this.#metrics.pendingEvents.set(this.#pending);
-    }
+  #committed(handed: Promise<void>, count: number): Promise<void> {
+    return handed.then(
+      () => this.#release(count),
+      (err: unknown) => {
+        this.#release(count);
+        throw new AppError('unavailable', {
+          detail: 'The events could not be stored; retry after the time in Retry-After.',
+          retryAfterSeconds: 1,
+          retriable: true,
+          cause: err,
+        });
+      },
+    );
+  }
+
+  #release(count: number): void {
+    this.#pending -= count;
+    this.#metrics.pendingEvents.set(this.#pending);
   }
 
   isReady(): boolean {

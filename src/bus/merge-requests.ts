@@ -32,19 +32,42 @@ export function mergeByLane(requests: readonly WaitingRequest[]): EventBatch[] {
 /**
  * Answers each request once every lane it has events on is settled (`lanes`: one promise per lane, as the
  * merged batches were handed on); a failure reaches the request as `failure` makes it. Resolves when every
- * request is answered.
+ * request is answered. Requests on one lane (most) are answered together, from one callback on their lane,
+ * rather than each through promises of its own.
  */
-export async function settleByLane(
+export function settleByLane(
   requests: readonly WaitingRequest[],
   lanes: ReadonlyMap<Lane, Promise<void>>,
   failure: (err: unknown) => unknown = (err) => err,
 ): Promise<void> {
-  await Promise.all(
-    requests.map((w) =>
+  const oneLane = new Map<Lane, WaitingRequest[]>();
+  const answered: Promise<void>[] = [];
+  for (const w of requests) {
+    if (w.batches.length === 1) {
+      const lane = w.batches[0]!.lane;
+      const same = oneLane.get(lane);
+      if (same) same.push(w);
+      else oneLane.set(lane, [w]);
+      continue;
+    }
+    answered.push(
       Promise.all(w.batches.map((b) => lanes.get(b.lane) ?? Promise.resolve())).then(
         () => w.resolve(),
         (err: unknown) => w.reject(failure(err)),
       ),
-    ),
-  );
+    );
+  }
+  for (const [lane, same] of oneLane) {
+    answered.push(
+      (lanes.get(lane) ?? Promise.resolve()).then(
+        () => {
+          for (const w of same) w.resolve();
+        },
+        (err: unknown) => {
+          for (const w of same) w.reject(failure(err));
+        },
+      ),
+    );
+  }
+  return Promise.all(answered).then(() => undefined);
 }

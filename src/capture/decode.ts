@@ -17,20 +17,21 @@ export interface EncodedBody {
   readonly compression: string;
 }
 
-/**
- * Turns a capture body into the JSON value it carries, whatever way the SDK sent it (SPEC §2 "Bodies"):
- * gzip (header, query or magic bytes), lz-string base64, `data=` form fields (JSON, base64 JSON or lz64),
- * and plain JSON as application/json or text/plain. Any failure is a 400 `invalid_payload`; growing past
- * 100 MiB while inflating is a 413.
- */
 export interface Decoded {
   readonly value: unknown;
   /** Length of the JSON text, in UTF-16 units (bytes for ASCII). */
   readonly decodedLength: number;
 }
 
-export async function decodeBody(input: EncodedBody): Promise<Decoded> {
-  let bytes = input.body;
+/**
+ * Turns a capture body into the JSON value it carries, whatever way the SDK sent it (SPEC §2 "Bodies"):
+ * gzip (header, query or magic bytes), lz-string base64, `data=` form fields (JSON, base64 JSON or lz64),
+ * and plain JSON as application/json or text/plain. Any failure is a 400 `invalid_payload`; growing past
+ * 100 MiB while inflating is a 413. Synchronous (a value or a throw) but for a gzip body over 64 KiB, which
+ * is inflated on the thread pool (a promise).
+ */
+export function decodeBody(input: EncodedBody): Decoded | Promise<Decoded> {
+  const bytes = input.body;
   let compression = input.compression;
 
   // A form body carries the payload in `data=`; but `curl -d '{…}'` labels raw JSON as a form too.
@@ -53,8 +54,10 @@ export async function decodeBody(input: EncodedBody): Promise<Decoded> {
     compression === 'gzip-js' ||
     input.contentEncoding.toLowerCase().includes('gzip') ||
     (bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b);
-  if (gzipped) bytes = await inflate(bytes);
-  return parseText(utf8(bytes), false);
+  if (!gzipped) return parseText(utf8(bytes), false);
+  // Synchronous unless the body is large: most requests are decoded without a promise in between.
+  if (bytes.length <= INLINE_GUNZIP_BYTES) return parseText(utf8(inflateSync(bytes)), false);
+  return inflateAsync(bytes).then((inflated) => parseText(utf8(inflated), false));
 }
 
 function looksLikeJson(bytes: Buffer): boolean {
@@ -65,17 +68,27 @@ function looksLikeJson(bytes: Buffer): boolean {
   return false;
 }
 
-async function inflate(bytes: Buffer): Promise<Buffer> {
+function inflateSync(bytes: Buffer): Buffer {
   try {
-    return bytes.length <= INLINE_GUNZIP_BYTES
-      ? gunzipSync(bytes, { maxOutputLength: MAX_DECODED_BYTES })
-      : await gunzipAsync(bytes, { maxOutputLength: MAX_DECODED_BYTES });
+    return gunzipSync(bytes, { maxOutputLength: MAX_DECODED_BYTES });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
-      throw new AppError('payload_too_large', { detail: 'The body inflates to more than 100 MiB.' });
-    }
-    throw invalid('The body is not valid gzip.', err);
+    throw inflateError(err);
   }
+}
+
+async function inflateAsync(bytes: Buffer): Promise<Buffer> {
+  try {
+    return await gunzipAsync(bytes, { maxOutputLength: MAX_DECODED_BYTES });
+  } catch (err) {
+    throw inflateError(err);
+  }
+}
+
+function inflateError(err: unknown): AppError {
+  if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
+    return new AppError('payload_too_large', { detail: 'The body inflates to more than 100 MiB.' });
+  }
+  return invalid('The body is not valid gzip.', err);
 }
 
 function lzDecompress(text: string): string {

@@ -19,7 +19,11 @@ interface Bucket {
 export class SpikeDetector {
   readonly #rate: number;
   readonly #burst: number;
-  #buckets = new Map<string, Bucket>();
+  /**
+   * Per project, keyed by the event's own distinct_id string: a key made of both would be a new string for
+   * every event, hashed anew at each lookup (the string the event carries keeps its hash once computed).
+   */
+  readonly #projects = new Map<number, Map<string, Bucket>>();
   #lastSweep = 0;
 
   constructor(options: SpikeDetectorOptions) {
@@ -30,11 +34,15 @@ export class SpikeDetector {
   /** Takes one token for the key; false means the event belongs on the overflow path. */
   allow(projectId: number, distinctId: string, now: number): boolean {
     if (now - this.#lastSweep > 60_000) this.#sweep(now);
-    const key = `${projectId}:${distinctId}`;
-    let bucket = this.#buckets.get(key);
+    let buckets = this.#projects.get(projectId);
+    if (!buckets) {
+      buckets = new Map();
+      this.#projects.set(projectId, buckets);
+    }
+    let bucket = buckets.get(distinctId);
     if (!bucket) {
       bucket = { tokens: this.#burst, last: now };
-      this.#buckets.set(key, bucket);
+      buckets.set(distinctId, bucket);
     } else {
       bucket.tokens = Math.min(this.#burst, bucket.tokens + (now - bucket.last) * this.#rate);
       bucket.last = now;
@@ -45,14 +53,19 @@ export class SpikeDetector {
   }
 
   get trackedKeys(): number {
-    return this.#buckets.size;
+    let keys = 0;
+    for (const buckets of this.#projects.values()) keys += buckets.size;
+    return keys;
   }
 
   #sweep(now: number): void {
     this.#lastSweep = now;
     const full = this.#burst / this.#rate;
-    for (const [key, bucket] of this.#buckets) {
-      if (now - bucket.last >= full) this.#buckets.delete(key);
+    for (const [projectId, buckets] of this.#projects) {
+      for (const [distinctId, bucket] of buckets) {
+        if (now - bucket.last >= full) buckets.delete(distinctId);
+      }
+      if (buckets.size === 0) this.#projects.delete(projectId);
     }
   }
 }
