@@ -40,69 +40,47 @@ t.test('the requests of a turn become one batch per lane, in arrival order', (t)
   t.end();
 });
 
-t.test('each request is answered once every lane it has events on is settled', async (t) => {
+/** Four requests (live; live and overflow; overflow; live) waiting on two lanes that the test settles. */
+function fourRequests(failure?: (err: unknown) => unknown) {
   const live = deferred();
   const overflow = deferred();
-  const a = waiting('live');
-  const b = waiting('live', 'overflow');
-  const c = waiting('overflow');
-  const d = waiting('live');
-  const all = settleByLane(
-    [a, b, c, d],
-    new Map([
-      ['live', live.promise],
-      ['overflow', overflow.promise],
-    ]),
-  );
+  const requests = [waiting('live'), waiting('live', 'overflow'), waiting('overflow'), waiting('live')];
+  const lanes = new Map<Lane, Promise<void>>([
+    ['live', live.promise],
+    ['overflow', overflow.promise],
+  ]);
+  const all = settleByLane(requests, lanes, failure);
+  return { live, overflow, requests, all, outcomes: () => requests.map((w) => w.outcome()) };
+}
+
+t.test('each request is answered once every lane it has events on is settled', async (t) => {
+  const { live, overflow, all, outcomes } = fourRequests();
   live.resolve();
   await live.promise;
   await new Promise((r) => setImmediate(r));
-  t.same(
-    [a, b, c, d].map((w) => w.outcome()),
-    ['ok', undefined, undefined, 'ok'],
-    'live only: answered',
-  );
+  t.same(outcomes(), ['ok', undefined, undefined, 'ok'], 'live only: answered');
   overflow.resolve();
   await all;
-  t.same(
-    [a, b, c, d].map((w) => w.outcome()),
-    ['ok', 'ok', 'ok', 'ok'],
-  );
+  t.same(outcomes(), ['ok', 'ok', 'ok', 'ok']);
 });
 
 t.test("a lane's failure reaches every request with events on it, each as `failure` makes it", async (t) => {
-  const live = deferred();
-  const overflow = deferred();
-  const a = waiting('live');
-  const b = waiting('live', 'overflow');
-  const c = waiting('overflow');
-  const d = waiting('live');
   const cause = new Error('the disk is full');
   const made: unknown[] = [];
-  const all = settleByLane(
-    [a, b, c, d],
-    new Map([
-      ['live', live.promise],
-      ['overflow', overflow.promise],
-    ]),
-    (err) => {
-      const refusal = new Error('refused', { cause: err });
-      made.push(refusal);
-      return refusal;
-    },
-  );
+  const { live, overflow, all, outcomes } = fourRequests((err) => {
+    const refusal = new Error('refused', { cause: err });
+    made.push(refusal);
+    return refusal;
+  });
   overflow.reject(cause);
   live.resolve();
   await all;
-  t.same(
-    [a, d].map((w) => w.outcome()),
-    ['ok', 'ok'],
-    'requests only on the live lane are answered',
-  );
-  for (const w of [b, c]) {
-    t.type(w.outcome(), Error);
-    t.equal((w.outcome() as Error).cause, cause);
+  const [a, b, c, d] = outcomes();
+  t.same([a, d], ['ok', 'ok'], 'requests only on the live lane are answered');
+  for (const refused of [b, c]) {
+    t.type(refused, Error);
+    t.equal((refused as Error).cause, cause);
   }
   t.equal(made.length, 2, 'one refusal made for each request refused');
-  t.not(b.outcome(), c.outcome());
+  t.not(b, c);
 });
