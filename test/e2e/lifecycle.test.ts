@@ -2,11 +2,9 @@
  * Weir as an operator runs it: `weir start` in its own process, first-start keys, `weir sql`, and SIGTERM
  * under load — every event that got a 200 is stored.
  */
-import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import t from 'tap';
-import { PROJECT_API_KEY, spawnWeir, tempDir, weirSql } from '../helpers/weir.ts';
+import { PROJECT_API_KEY, runWeir, spawnWeir, tempDir, weirSql } from '../helpers/weir.ts';
 
 t.test('a first start makes project 1 and tells its keys once; a restart keeps them', async (t) => {
   const dataDir = tempDir();
@@ -69,18 +67,11 @@ t.test('a second Weir on a taken port refuses to start, before it makes anything
   const port = new URL(first.url).port;
   for (const threads of ['0', '1']) {
     const dataDir = tempDir();
-    const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/weir.js'), 'start'], {
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        WEIR_PORT: port,
-        WEIR_DATA_DIR: dataDir,
-        WEIR_CAPTURE_THREADS: threads,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const { code, stderr } = await runWeir(['start'], {
+      WEIR_PORT: port,
+      WEIR_DATA_DIR: dataDir,
+      WEIR_CAPTURE_THREADS: threads,
     });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     t.equal(code, 1, `exits 1 (capture threads: ${threads})`);
     t.match(stderr, `cannot listen on http://127.0.0.1:${port}: is the port in use?`);
     t.notMatch(stderr, /API key/, 'no keys were made that would never be shown again');

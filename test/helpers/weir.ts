@@ -150,24 +150,28 @@ export async function spawnWeir(
   return { child, url, dataDir, output: () => out, exited };
 }
 
-/** Runs `weir sql` as the operator would and returns its exit code, stdout and stderr. */
-export function weirSql(
-  dataDir: string,
-  sql: string,
+/** Runs `weir ARGS…` to its exit, with only PATH, HOME and `env` in its environment. */
+export function runWeir(
+  args: readonly string[],
+  env: Record<string, string> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      [join(import.meta.dirname, '../../bin/weir.js'), 'sql', '--data-dir', dataDir, sql],
-      {
-        env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/weir.js'), ...args], {
+      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** Runs `weir sql` as the operator would and returns its exit code, stdout and stderr. */
+export function weirSql(
+  dataDir: string,
+  sql: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return runWeir(['sql', '--data-dir', dataDir, sql]);
 }

@@ -4,7 +4,6 @@
  * are read back from the store with `weir sql` once ingest has stopped (chDB allows one process per store).
  */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import t from 'tap';
@@ -20,7 +19,7 @@ import {
   waitStreamDrained,
   type RoleProcess,
 } from '../helpers/roles.ts';
-import { PERSONAL_API_KEY, PROJECT_API_KEY, post, tempDir, waitFor } from '../helpers/weir.ts';
+import { PERSONAL_API_KEY, PROJECT_API_KEY, post, runWeir, tempDir, waitFor } from '../helpers/weir.ts';
 
 const nats = await startNatsServer();
 t.teardown(() => nats.close());
@@ -45,13 +44,7 @@ const sent: { twoCaptures?: Set<string> } = {};
 
 t.test('capture and ingest without a NATS URL refuse to start with a usage error', async (t) => {
   for (const command of ['capture', 'ingest']) {
-    const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/weir.js'), command], {
-      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let err = '';
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const code = await new Promise<number | null>((r) => child.on('exit', r));
+    const { code, stderr: err } = await runWeir([command]);
     t.equal(code, 2, `weir ${command} exits 2`);
     t.match(
       err,
