@@ -1,6 +1,6 @@
 import type { CapturedEvent, EventBatch, IngestionWarning, Lane } from '../core/event.ts';
 import type { Logger } from '../core/logger.ts';
-import type { Metrics } from '../core/metrics.ts';
+import type { Metrics, Tally } from '../core/metrics.ts';
 import type { Bus, ProjectKeys } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
 import { decodeBody, type EncodedBody } from './decode.ts';
@@ -32,14 +32,7 @@ export interface CaptureServiceDeps {
 /** What a request handed to the bus, as counts; `published` settles when the bus has made it durable. */
 interface Accepted {
   readonly published: Promise<void>;
-  readonly accepted: number;
-  readonly dropped: number;
   readonly byLane: [Lane, number][];
-}
-
-export interface CaptureResult {
-  readonly accepted: number;
-  readonly dropped: number;
 }
 
 /**
@@ -51,21 +44,42 @@ export class CaptureService {
   readonly #deps: CaptureServiceDeps;
   readonly #spikes: SpikeDetector;
   readonly #now: () => number;
+  readonly #events: Readonly<Record<Lane, Tally>>;
 
   constructor(config: CaptureServiceConfig, deps: CaptureServiceDeps) {
     this.#deps = deps;
     this.#spikes = new SpikeDetector({ ratePerSecond: config.spikeRatePerSecond, burst: config.spikeBurst });
     this.#now = deps.now ?? Date.now;
+    const m = deps.metrics;
+    this.#events = {
+      live: m.tally(m.captureEvents, { lane: 'live' }),
+      overflow: m.tally(m.captureEvents, { lane: 'overflow' }),
+      historical: m.tally(m.captureEvents, { lane: 'historical' }),
+    };
   }
 
-  async capture(request: CaptureRequest): Promise<CaptureResult> {
+  /**
+   * Resolves when the bus has made the request's events durable. A request refused before anything of it
+   * was taken (a bad body, an unknown key, back-pressure) throws at once — or, for a large gzip body
+   * decoded on the thread pool, rejects.
+   */
+  capture(request: CaptureRequest): Promise<void> {
     const decoding = this.#decodeAndAccept(request);
-    const accepted = decoding instanceof Promise ? await decoding : decoding;
-    // Only counts are left here while the bus makes the events durable: an async function keeps even its
-    // dead locals alive across an await, and the parsed request would outlive young-generation GCs.
-    await accepted.published;
-    for (const [lane, count] of accepted.byLane) this.#deps.metrics.captureEvents.inc({ lane }, count);
-    return { accepted: accepted.accepted, dropped: accepted.dropped };
+    return decoding instanceof Promise
+      ? decoding.then((accepted) => this.#counted(accepted))
+      : this.#counted(decoding);
+  }
+
+  /**
+   * `published`, counting the events by lane once it resolves. Only counts are kept while the bus makes
+   * the events durable: the parsed request is let go as soon as it is handed over.
+   */
+  #counted(accepted: Accepted): Promise<void> {
+    const byLane = accepted.byLane;
+    if (byLane.length === 0) return accepted.published;
+    return accepted.published.then(() => {
+      for (const [lane, count] of byLane) this.#events[lane].add(count);
+    });
   }
 
   /** Synchronous but for a large gzip body (see decodeBody): no promise in between for most requests. */
@@ -97,12 +111,10 @@ export class CaptureService {
     const warnings: IngestionWarning[] = [];
     // Only a request of several events can hold one uuid twice.
     const seen = payload.items.length > 1 ? new Set<string>() : undefined;
-    let dropped = 0;
     for (let i = 0; i < payload.items.length; i++) {
       const item = payload.items[i]!;
       const result = normalizeEvent(item, i, ctx);
       if (result.kind === 'drop') {
-        dropped++;
         this.#deps.metrics.captureDropped.inc({ reason: result.reason });
         warnings.push({
           projectId: project.id,
@@ -130,7 +142,7 @@ export class CaptureService {
     const byLane: [Lane, number][] = [];
     for (const b of batches) if (b.events.length > 0) byLane.push([b.lane, b.events.length]);
     const published = batches.length > 0 ? this.#deps.bus.publish(batches) : Promise.resolve();
-    return { published, accepted: events.length, dropped, byLane };
+    return { published, byLane };
   }
 
   #route(

@@ -1,9 +1,9 @@
 import type { HttpResponse, HttpRequest, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../core/logger.ts';
-import type { Metrics } from '../core/metrics.ts';
+import type { Metrics, Tally } from '../core/metrics.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { InFlight } from '../http/in-flight.ts';
-import { BodyTooLargeError, Reply, readBody, readHeaders, type Headers } from '../http/uws.ts';
+import { BodyTooLargeError, Reply, onBody, readHeaders, type Headers } from '../http/uws.ts';
 import type { CaptureService } from './capture-service.ts';
 import { MAX_WIRE_BYTES } from './limits.ts';
 
@@ -25,9 +25,31 @@ export interface CaptureRoutesDeps {
   readonly logger: Logger;
 }
 
+/** A route's request counts by status, and the labels of its duration: made once, not per request. */
+class RouteMetrics {
+  readonly #byStatus = new Map<number, Tally>();
+  readonly durationLabels: { readonly route: string };
+
+  constructor(
+    readonly route: string,
+    readonly metrics: Metrics,
+  ) {
+    this.durationLabels = Object.freeze({ route });
+  }
+
+  requests(status: number): Tally {
+    let tally = this.#byStatus.get(status);
+    if (!tally) {
+      tally = this.metrics.tally(this.metrics.captureRequests, { route: this.route, status });
+      this.#byStatus.set(status, tally);
+    }
+    return tally;
+  }
+}
+
 export function registerCaptureRoutes(app: TemplatedApp, deps: CaptureRoutesDeps): void {
   for (const path of CAPTURE_PATHS) {
-    const route = path.slice(1);
+    const route = new RouteMetrics(path.slice(1), deps.metrics);
     for (const pattern of [path, `${path}/`]) {
       app.post(pattern, (res, req) => handlePost(res, req, route, path === '/batch', deps));
       app.options(pattern, (res, req) => {
@@ -64,7 +86,7 @@ function corsHeaders(origin: string): Headers {
 function handlePost(
   res: HttpResponse,
   req: HttpRequest,
-  route: string,
+  route: RouteMetrics,
   batchRoute: boolean,
   deps: CaptureRoutesDeps,
 ): void {
@@ -75,93 +97,102 @@ function handlePost(
   // A browser sends Origin with every cross-origin request, and only then reads the CORS headers; server
   // SDKs send none, and their answers go without (five headers fewer on the hot path).
   const cors = h['origin'] ? corsHeaders(h['origin']) : NO_HEADERS;
-  const started = performance.now();
   if (!deps.inFlight.accepting) {
     reply.error(
       new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 }),
       cors,
     );
-    deps.metrics.captureRequests.inc({ route, status: 503 });
+    route.requests(503).add();
     return;
   }
   deps.inFlight.begin();
+  const call = new CaptureCall(reply, h, query, cors, route, batchRoute, deps);
   const contentLength = h['content-length'] ? Number(h['content-length']) : undefined;
-  // uWS wants the body handler attached before this function returns: readBody does that synchronously.
-  const body = readBody(reply, contentLength, MAX_WIRE_BYTES);
-  void answer(reply, body, h, query, cors, route, batchRoute, started, deps);
+  // uWS wants the body handler attached before this function returns: onBody does that synchronously.
+  onBody(reply, contentLength, MAX_WIRE_BYTES, (err, body, isView) => call.bodyRead(err, body, isView));
 }
 
 /**
- * The rest of a capture request, once its body is on the way. A function of its own rather than closures
- * made per request: at thousands of requests a second each function object made is felt.
+ * One capture request from its body on. Callbacks rather than async functions: a single-event request is
+ * decoded, checked and handed to the bus synchronously in the body's callback, and waits on one promise,
+ * the bus's; at tens of thousands of requests a second each promise and async frame is felt.
  */
-async function answer(
-  reply: Reply,
-  bodyRead: Promise<Buffer>,
-  h: Record<string, string>,
-  query: URLSearchParams,
-  cors: Headers,
-  route: string,
-  batchRoute: boolean,
-  started: number,
-  deps: CaptureRoutesDeps,
-): Promise<void> {
-  let status: number;
-  try {
-    status = await capture(reply, bodyRead, h, query, cors, batchRoute, route, deps);
-    deps.metrics.captureRequests.inc({ route, status });
-    deps.metrics.captureDuration.observe({ route }, (performance.now() - started) / 1000);
-  } catch (err) {
-    deps.logger.error({ err }, 'capture handler failed');
-  } finally {
-    deps.inFlight.end();
-  }
-}
+class CaptureCall {
+  readonly #started = performance.now();
 
-async function capture(
-  reply: Reply,
-  bodyRead: Promise<Buffer>,
-  h: Record<string, string>,
-  query: URLSearchParams,
-  cors: Headers,
-  batchRoute: boolean,
-  route: string,
-  deps: CaptureRoutesDeps,
-): Promise<number> {
-  let body: Buffer;
-  try {
-    body = await bodyRead;
-  } catch (err) {
-    if (err instanceof BodyTooLargeError) {
-      reply.error(new AppError('payload_too_large', { detail: 'The body is larger than 20 MiB.' }), cors);
-      return 413;
+  constructor(
+    readonly reply: Reply,
+    readonly headers: Record<string, string>,
+    readonly query: URLSearchParams,
+    readonly cors: Headers,
+    readonly route: RouteMetrics,
+    readonly batchRoute: boolean,
+    readonly deps: CaptureRoutesDeps,
+  ) {}
+
+  bodyRead(err: Error | undefined, body: Buffer, isView: boolean): void {
+    if (err) {
+      if (err instanceof BodyTooLargeError) {
+        this.reply.error(
+          new AppError('payload_too_large', { detail: 'The body is larger than 20 MiB.' }),
+          this.cors,
+        );
+        this.#end(413);
+      } else this.#end(499); // the client went away; nothing was accepted
+      return;
     }
-    return 499; // the client went away; nothing was accepted
+    this.deps.metrics.captureBytes.inc(body.length);
+    let published: Promise<void>;
+    try {
+      published = this.deps.service.capture({
+        // A view of uWS's memory lives only until this callback returns; a large gzip body is inflated later.
+        body: isView ? Buffer.from(body) : body,
+        contentType: this.headers['content-type']!,
+        contentEncoding: this.headers['content-encoding']!,
+        compression: (this.query.get('compression') ?? '').toLowerCase(),
+        batchRoute: this.batchRoute,
+        querySentAt: this.query.get('_') ?? undefined,
+      });
+    } catch (failure) {
+      this.#refused(failure);
+      return;
+    }
+    published.then(
+      () => this.#accepted(),
+      (failure: unknown) => this.#refused(failure),
+    );
   }
-  deps.metrics.captureBytes.inc(body.length);
-  try {
-    await deps.service.capture({
-      body,
-      contentType: h['content-type']!,
-      contentEncoding: h['content-encoding']!,
-      compression: (query.get('compression') ?? '').toLowerCase(),
-      batchRoute,
-      querySentAt: query.get('_') ?? undefined,
-    });
-  } catch (err) {
-    const appError = reply.error(err, cors);
+
+  #accepted(): void {
+    if (this.query.get('beacon') === '1') {
+      this.reply.send(204, undefined, this.cors);
+      this.#end(204);
+      return;
+    }
+    this.reply.send(200, OK_BODY, this.cors === NO_HEADERS ? JSON_TYPE : { ...JSON_TYPE, ...this.cors });
+    this.#end(200);
+  }
+
+  #refused(failure: unknown): void {
+    const appError = this.reply.error(failure, this.cors);
     // A refusal with no cause (bus unreachable, back-pressure, shutting down) is expected and counted in
     // the metrics; logging each would flood the log for the length of an outage.
     if (appError.status === 503 && appError.cause === undefined)
-      deps.logger.debug({ route, detail: appError.message }, 'capture refused');
+      this.deps.logger.debug({ route: this.route.route, detail: appError.message }, 'capture refused');
     else if (appError.status >= 500)
-      deps.logger.warn({ err: appError.cause ?? appError, route, code: appError.code }, 'capture failed');
-    return appError.status;
+      this.deps.logger.warn(
+        { err: appError.cause ?? appError, route: this.route.route, code: appError.code },
+        'capture failed',
+      );
+    this.#end(appError.status);
   }
-  if (query.get('beacon') === '1') {
-    reply.send(204, undefined, cors);
-    return 204;
+
+  #end(status: number): void {
+    this.route.requests(status).add();
+    this.deps.metrics.captureDuration.observe(
+      this.route.durationLabels,
+      (performance.now() - this.#started) / 1000,
+    );
+    this.deps.inFlight.end();
   }
-  reply.send(200, OK_BODY, cors === NO_HEADERS ? JSON_TYPE : { ...JSON_TYPE, ...cors });
-  return 200;
 }

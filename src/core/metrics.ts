@@ -4,17 +4,44 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 
 /**
+ * A count on the request path for one set of a counter's labels, kept as a plain number and added to the
+ * counter whenever the registry is read. prom-client makes a key string of the labels at every `inc`
+ * (~150 bytes and a fraction of a microsecond, at tens of thousands of requests a second).
+ */
+export class Tally {
+  #count = 0;
+
+  constructor(
+    readonly counter: Counter<string>,
+    readonly labels: Readonly<Record<string, string | number>>,
+  ) {}
+
+  add(n = 1): void {
+    this.#count += n;
+  }
+
+  /** Adds what was counted since the last flush to the counter. */
+  flush(): void {
+    if (this.#count === 0) return;
+    this.counter.inc(this.labels, this.#count);
+    this.#count = 0;
+  }
+}
+
+/**
  * Every Prometheus metric Weir exports, on one registry per process (not prom-client's global one, so two
  * Weirs in one test process do not collide).
  */
 export class Metrics {
   readonly registry = new Registry();
+  readonly #tallies: Tally[] = [];
 
   readonly captureRequests = new Counter({
     name: 'weir_capture_requests_total',
     help: 'Capture requests by route and response status.',
     labelNames: ['route', 'status'] as const,
     registers: [this.registry],
+    collect: () => this.#flushTallies(),
   });
   readonly captureDuration = new Histogram({
     name: 'weir_capture_request_duration_seconds',
@@ -28,6 +55,7 @@ export class Metrics {
     help: 'Events accepted by capture, by lane.',
     labelNames: ['lane'] as const,
     registers: [this.registry],
+    collect: () => this.#flushTallies(),
   });
   readonly captureDropped = new Counter({
     name: 'weir_capture_events_dropped_total',
@@ -181,5 +209,19 @@ export class Metrics {
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'weir_' });
+  }
+
+  /**
+   * A count of `counter` under `labels`, added to it when the registry is read. For the request path's
+   * counters (`captureRequests`, `captureEvents`), whose reads flush every tally.
+   */
+  tally(counter: Counter<string>, labels: Readonly<Record<string, string | number>>): Tally {
+    const tally = new Tally(counter, labels);
+    this.#tallies.push(tally);
+    return tally;
+  }
+
+  #flushTallies(): void {
+    for (const t of this.#tallies) t.flush();
   }
 }
