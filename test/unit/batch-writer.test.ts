@@ -20,6 +20,8 @@ interface Insert {
   readonly rows: number;
   readonly text: string;
   readonly done: () => void;
+  /** When the insert was asked for (performance.now()). */
+  readonly at: number;
 }
 
 /** A store that encodes as JSON and commits when the test says so. */
@@ -31,7 +33,13 @@ function encodingStore(commitsInFlight?: number): { store: Store; inserts: Inser
     encode: (rows) => Buffer.from(JSON.stringify(rows)),
     insertEncoded: (table, rows, chunks) =>
       new Promise<void>((resolve) => {
-        inserts.push({ table, rows, text: chunks.map((c) => c.toString()).join('|'), done: resolve });
+        inserts.push({
+          table,
+          rows,
+          text: chunks.map((c) => c.toString()).join('|'),
+          done: resolve,
+          at: performance.now(),
+        });
       }),
     query: () => Promise.resolve([]),
     command: () => Promise.resolve(),
@@ -162,3 +170,44 @@ t.test('a store that takes commits in flight gets that many rounds at once, the 
   t.ok(flushed);
   t.same(settled, [1, 3, 4, 2], 'each write settles with its own round');
 });
+
+t.test(
+  'under load a round starts no sooner than the spacing after the one before; light load waits for none',
+  async (t) => {
+    const { store, inserts } = encodingStore();
+    const w = new BatchWriter(
+      { maxRows: 1000, roundSpacingMs: 50, spacedFromRows: 3 },
+      { store, metrics: new Metrics(), logger: createLogger('silent') },
+    );
+    const rows = (n: number): Row[] => Array.from({ length: n }, (_, i) => ({ i }));
+
+    // Light: a round of two rows; the next starts as soon as it returns.
+    const light = w.write('events', rows(2));
+    await microtasks();
+    const lightNext = w.write('events', rows(1));
+    inserts[0]!.done();
+    await light;
+    await microtasks();
+    t.equal(inserts.length, 2, 'after a round of fewer rows than the threshold, the next starts at once');
+    inserts[1]!.done();
+    await lightNext;
+
+    // Loaded: a round of three rows; the rows written while it is under way wait out the spacing.
+    const loaded = w.write('events', rows(3));
+    await microtasks();
+    const started = performance.now();
+    const waiting = w.write('events', rows(1));
+    inserts[2]!.done();
+    await loaded;
+    await microtasks();
+    t.equal(inserts.length, 3, 'the next round waits although the last one returned');
+    const deadline = performance.now() + 5000;
+    while (inserts.length < 4 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    t.equal(inserts.length, 4, 'then it starts');
+    // Measured from after the round of three rows started, by a timer that may fire a millisecond early.
+    t.ok(inserts[3]!.at - started >= 40, `no sooner than the spacing (${inserts[3]!.at - started} ms)`);
+    inserts[3]!.done();
+    await waiting;
+    await w.flushed();
+  },
+);
