@@ -84,6 +84,11 @@ export class KeyedActors<M> {
     return this.#actors.length;
   }
 
+  /** Whether the actor of `key` has nothing waiting or under way. */
+  isIdle(key: number): boolean {
+    return this.#actors[key % this.#actors.length]!.depth === 0;
+  }
+
   send(key: number, message: M): Promise<void> {
     const actor = this.#actors[key % this.#actors.length];
     if (!actor) throw new RangeError(`no actor for key ${key}`);

@@ -30,6 +30,12 @@ export interface Step {
    * Optional: called once with a whole batch before its events run, so a step can load what it needs
    * for all of them in one store round trip instead of one per event.
    */
-  prepare?(events: readonly CapturedEvent[]): Promise<void>;
+  prepare?(events: readonly CapturedEvent[]): Promise<void> | void;
+  /**
+   * Optional: whether `prepare` and `run` can take this event without waiting for the store (its state is
+   * in memory). A step without it never waits. Ingest runs the events of a turn that are ready, across
+   * partitions, as one batch; the others wait in their partition's actor, so a lookup holds up only them.
+   */
+  ready?(event: CapturedEvent): boolean;
   run(event: PipelineEvent): StepResult | Promise<StepResult>;
 }

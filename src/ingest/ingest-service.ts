@@ -7,7 +7,7 @@ import type { Store } from '../core/ports.ts';
 import { BatchWriter } from './batch-writer.ts';
 import { DedupWindow } from './dedup-window.ts';
 import { eventRow, warningRow } from './event-row.ts';
-import { Pipeline } from './pipeline.ts';
+import { Pipeline, type PipelineOutput } from './pipeline.ts';
 import { GroupState, groupKeys } from './persons/group-state.ts';
 import { KnownIds } from './persons/known-ids.ts';
 import { PersonRepository } from './persons/person-repository.ts';
@@ -41,6 +41,11 @@ interface Job {
   readonly lane: Lane;
   readonly events: readonly CapturedEvent[];
   readonly commits: Promise<void>[];
+  /**
+   * Set on a job that only holds its partition until this settles (no events): the partition's share of
+   * a turn's batch that went on to wait for the store.
+   */
+  readonly barrier?: Promise<void>;
 }
 
 /**
@@ -106,7 +111,7 @@ export class IngestService {
       identifyGroup(this.#groups),
       linkGroups(this.#groups),
     ]);
-    const handler = (job: Job): Promise<void> => this.#process(job);
+    const handler = (job: Job): Promise<void> | void => this.#process(job);
     this.#live = new KeyedActors(config.ingestPartitions, () => handler);
     this.#overflow = new KeyedActors(Math.max(1, Math.ceil(config.ingestPartitions / 4)), () => handler);
     this.#historical = new Actor(handler);
@@ -178,7 +183,17 @@ export class IngestService {
     }
   }
 
-  /** `handle`, synchronous up to the wait: nothing here keeps the batch alive while its commits settle. */
+  /**
+   * `handle`, synchronous up to the wait: nothing here keeps the batch alive while its commits settle.
+   *
+   * A live or overflow batch is split by partition. The partitions whose actor is idle and whose events
+   * the pipeline can take without the store (`Pipeline.ready`: persons cached or certainly new, no merge,
+   * no group work) — most of them, under load — are processed here and now as one job: one duplicate
+   * claim, one pipeline run and one write for all of them, rather than a job each. The rest go to their
+   * actors, so an event that must wait for the store holds up only its own partition. Should the joint job
+   * wait after all (a cached person evicted meanwhile), its partitions are held until it is done, so their
+   * later events still come after it.
+   */
   #handle(batch: EventBatch): Promise<void> {
     const commits: Promise<void>[] = [];
     if (batch.warnings.length > 0)
@@ -188,19 +203,39 @@ export class IngestService {
       if (batch.lane === 'historical') {
         sends.push(this.#historical.send({ lane: 'historical', events: batch.events, commits }));
       } else {
-        const actors = batch.lane === 'live' ? this.#live : this.#overflow;
+        const lane = batch.lane;
+        const actors = lane === 'live' ? this.#live : this.#overflow;
         const groups = new Map<number, CapturedEvent[]>();
         for (const e of batch.events) {
           const key =
-            batch.lane === 'live'
+            lane === 'live'
               ? partitionOf(e.projectId, e.distinctId, this.#partitions)
               : partitionOf(e.projectId, e.uuid, actors.size);
           const g = groups.get(key);
           if (g) g.push(e);
           else groups.set(key, [e]);
         }
-        for (const [key, events] of groups)
-          sends.push(actors.send(key, { lane: batch.lane, events, commits }));
+        let now: CapturedEvent[] | undefined;
+        const held: number[] = [];
+        for (const [key, events] of groups) {
+          if (actors.isIdle(key) && this.#pipeline.ready(events)) {
+            if (now) for (const e of events) now.push(e);
+            else now = events;
+            held.push(key);
+          } else sends.push(actors.send(key, { lane, events, commits }));
+        }
+        if (now) {
+          try {
+            const done = this.#process({ lane, events: now, commits });
+            if (done) {
+              sends.push(done);
+              for (const key of held)
+                sends.push(actors.send(key, { lane, events: [], commits, barrier: done }));
+            }
+          } catch (err) {
+            sends.push(Promise.reject(asError(err)));
+          }
+        }
       }
     }
     return settled(sends, commits);
@@ -212,7 +247,9 @@ export class IngestService {
     await this.#writer.flushed();
   }
 
-  async #process(job: Job): Promise<void> {
+  /** Runs a job's events through the pipeline and writes their rows; synchronous unless a step waits. */
+  #process(job: Job): Promise<void> | void {
+    if (job.barrier) return job.barrier;
     let settle!: (outcome: Promise<void>) => void;
     let fail!: (err: unknown) => void;
     // An event counts as stored only once its person and group rows are too: if those failed, the client's
@@ -234,23 +271,36 @@ export class IngestService {
       settle(Promise.resolve());
       return;
     }
-    try {
-      const out = await this.#pipeline.run(fresh);
-      job.commits.push(...out.written);
-      const commit =
-        out.events.length > 0 ? this.#writer.write('events', out.events.map(eventRow)) : undefined;
-      settle(allCommitted([commit, ...out.written]) ?? Promise.resolve());
-      if (commit) {
-        // The callback keeps two values, not the events: they are let go once their rows are written.
-        const lane = job.lane;
-        const count = out.events.length;
-        job.commits.push(watched(commit.then(() => this.#deps.metrics.ingestEvents.inc({ lane }, count))));
-      }
-      if (out.warnings.length > 0)
-        job.commits.push(watched(this.#writer.write('ingestion_warnings', out.warnings.map(warningRow))));
-    } catch (err) {
+    const failed = (err: unknown): never => {
       fail(err);
       throw err;
+    };
+    let out: PipelineOutput | Promise<PipelineOutput>;
+    try {
+      out = this.#pipeline.run(fresh);
+    } catch (err) {
+      return failed(err);
     }
+    if (out instanceof Promise) return out.then((o) => this.#write(job, o, settle)).catch(failed);
+    try {
+      this.#write(job, out, settle);
+    } catch (err) {
+      failed(err);
+    }
+  }
+
+  /** Hands a job's rows to the writer; `settle` settles the job's claim with their commit. */
+  #write(job: Job, out: PipelineOutput, settle: (outcome: Promise<void>) => void): void {
+    job.commits.push(...out.written);
+    const commit = out.events.length > 0 ? this.#writer.write('events', out.events.map(eventRow)) : undefined;
+    settle(allCommitted([commit, ...out.written]) ?? Promise.resolve());
+    if (commit) {
+      // The callback keeps two values, not the events: they are let go once their rows are written.
+      const lane = job.lane;
+      const count = out.events.length;
+      job.commits.push(watched(commit.then(() => this.#deps.metrics.ingestEvents.inc({ lane }, count))));
+    }
+    if (out.warnings.length > 0)
+      job.commits.push(watched(this.#writer.write('ingestion_warnings', out.warnings.map(warningRow))));
   }
 }

@@ -64,8 +64,11 @@ export class PersonState {
     this.#writer = deps.writer;
   }
 
-  /** Loads the persons of a batch's distinct ids in one query, so its events mostly hit the cache. */
-  async prefetch(events: readonly CapturedEvent[]): Promise<void> {
+  /**
+   * Loads the persons of a batch's distinct ids in one query, so its events mostly hit the cache.
+   * Synchronous when nothing must be looked up (every id cached, or certainly new).
+   */
+  prefetch(events: readonly CapturedEvent[]): Promise<void> | void {
     const misses = new Set<string>();
     for (const e of events) {
       if (e.properties['$process_person_profile'] === false) continue;
@@ -74,9 +77,26 @@ export class PersonState {
     }
     if (misses.size === 0) return;
     const lookups = this.#lookupsOf([...misses]);
-    const loaded = lookups.length > 0 ? await this.#loader.load(lookups) : NOTHING_LOADED;
-    for (const key of misses) this.#resolve(key, loaded);
+    if (lookups.length === 0) return this.#resolveAll(misses, NOTHING_LOADED);
+    return this.#loader.load(lookups).then((loaded) => this.#resolveAll(misses, loaded));
+  }
+
+  #resolveAll(keys: ReadonlySet<string>, loaded: ReadonlyMap<string, StoredPerson>): void {
+    for (const key of keys) this.#resolve(key, loaded);
     this.#cache.trim();
+  }
+
+  /**
+   * Whether `prefetch` and `process` can take the event without the store: it has no person profile, or it
+   * merges nothing and its distinct id is cached or certainly has no person yet.
+   */
+  ready(event: CapturedEvent): boolean {
+    if (event.properties['$process_person_profile'] === false) return true;
+    if (validMerge(event)) return false;
+    const key = cacheKey(event.projectId, event.distinctId);
+    if (this.#cache.get(key) !== undefined) return true;
+    const known = this.#knownIds;
+    return known !== undefined && known.ready && !known.mightHave(key);
   }
 
   /**

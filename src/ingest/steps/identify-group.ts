@@ -11,6 +11,8 @@ import { eventWarning, PERSON_WARNINGS } from '../persons/warnings.ts';
 export function identifyGroup(groups: GroupState): Step {
   return {
     name: 'identify-group',
+    // A group is read or written through the store's queue: the event waits in its partition.
+    ready: (event) => event.event !== '$groupidentify',
     run(event: PipelineEvent): StepResult | Promise<StepResult> {
       if (event.event !== '$groupidentify') return OK;
       return identify(event);

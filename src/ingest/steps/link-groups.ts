@@ -12,10 +12,12 @@ import { eventWarning, PERSON_WARNINGS } from '../persons/warnings.ts';
 export function linkGroups(groups: GroupState): Step {
   return {
     name: 'link-groups',
+    // Group types are read through the store's queue (once per project): such events wait in their partition.
+    ready: (event) => !isGroups(event.properties['$groups']),
     run(event: PipelineEvent): StepResult | Promise<StepResult> {
       const raw = event.properties['$groups'];
-      if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return OK;
-      return link(event, raw as Record<string, unknown>);
+      if (!isGroups(raw)) return OK;
+      return link(event, raw);
     },
   };
 
@@ -43,4 +45,8 @@ export function linkGroups(groups: GroupState): Step {
     }
     return written ? { kind: 'ok', written } : OK;
   }
+}
+
+function isGroups(raw: unknown): raw is Record<string, unknown> {
+  return typeof raw === 'object' && raw !== null && !Array.isArray(raw);
 }

@@ -10,6 +10,7 @@ export function processPerson(persons: PersonState): Step {
   return {
     name: 'process-person',
     prepare: (events) => persons.prefetch(events),
+    ready: (event) => persons.ready(event),
     run(event: PipelineEvent): StepResult | Promise<StepResult> {
       if (event.personMode !== 'full') return OK;
       const outcome = persons.process(event);
