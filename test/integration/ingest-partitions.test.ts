@@ -89,6 +89,11 @@ function idIn(prefix: string, partition: number, not = false): string {
   }
 }
 
+/** Hands ingest a live batch of these events; resolves when they are committed. */
+function send(ingest: IngestService, ...events: CapturedEvent[]): Promise<void> {
+  return ingest.handle({ lane: 'live', events, warnings: [] });
+}
+
 /** Tracks whether a promise has settled. */
 function watch(p: Promise<void>): { done: boolean; promise: Promise<void> } {
   const w = { done: false, promise: p };
@@ -127,10 +132,10 @@ t.test('an event waiting for a lookup holds up its own partition only', async (t
   const z = idIn('iso-z', px);
   closeGate();
   const before = lookups;
-  const waiting = watch(ingest.handle({ lane: 'live', events: [event(x, 'iso')], warnings: [] }));
+  const waiting = watch(send(ingest, event(x, 'iso')));
   await until('the lookup of the new id', () => lookups > before);
-  const behind = watch(ingest.handle({ lane: 'live', events: [event(z, 'iso', true)], warnings: [] }));
-  await ingest.handle({ lane: 'live', events: [event(y, 'iso', true)], warnings: [] });
+  const behind = watch(send(ingest, event(z, 'iso', true)));
+  await send(ingest, event(y, 'iso', true));
   t.pass('an event of another partition is committed meanwhile');
   t.notOk(waiting.done, 'the looked-up event still waits');
   t.notOk(behind.done, 'and so does the later event of its partition, although it needs no lookup');
@@ -150,7 +155,7 @@ t.test('a joint job that must wait after all holds every partition it took', asy
   await until('the known ids to be read', () => logLines.some((l) => l.includes('known distinct ids read')));
   const a = 'joint-a';
   const pa = partitionOf(1, a, PARTITIONS);
-  await ingest.handle({ lane: 'live', events: [event(a, 'joint-first')], warnings: [] });
+  await send(ingest, event(a, 'joint-first'));
   // What ingest wrote stays pinned in its cache until the store shows it: a read applies the log.
   await inner.query('SELECT 1');
   await new Promise((r) => setImmediate(r));
@@ -164,12 +169,10 @@ t.test('a joint job that must wait after all holds every partition it took', asy
   closeGate();
   const before = lookups;
   // b is new (known ids rule it out) and a is cached: both ready, so one joint job takes both partitions.
-  const joint = watch(
-    ingest.handle({ lane: 'live', events: [event(b, 'joint'), event(a, 'joint')], warnings: [] }),
-  );
+  const joint = watch(send(ingest, event(b, 'joint'), event(a, 'joint')));
   await until("the lookup of a's evicted person", () => lookups > before);
-  const held = watch(ingest.handle({ lane: 'live', events: [event(c, 'joint', true)], warnings: [] }));
-  await ingest.handle({ lane: 'live', events: [event(d, 'joint', true)], warnings: [] });
+  const held = watch(send(ingest, event(c, 'joint', true)));
+  await send(ingest, event(d, 'joint', true));
   t.pass('a partition the joint job did not take goes on');
   t.notOk(joint.done, 'the joint job waits for the lookup');
   t.notOk(held.done, 'a later event of a partition it took waits behind it');
