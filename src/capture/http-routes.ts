@@ -119,6 +119,7 @@ function handlePost(
  */
 class CaptureCall {
   readonly #started = performance.now();
+  #ended = false;
 
   constructor(
     readonly reply: Reply,
@@ -131,6 +132,14 @@ class CaptureCall {
   ) {}
 
   bodyRead(err: Error | undefined, body: Buffer, isView: boolean): void {
+    try {
+      this.#bodyRead(err, body, isView);
+    } catch (fault) {
+      this.#failed(fault);
+    }
+  }
+
+  #bodyRead(err: Error | undefined, body: Buffer, isView: boolean): void {
     if (err) {
       if (err instanceof BodyTooLargeError) {
         this.reply.error(
@@ -157,10 +166,12 @@ class CaptureCall {
       this.#refused(failure);
       return;
     }
-    published.then(
-      () => this.#accepted(),
-      (failure: unknown) => this.#refused(failure),
-    );
+    published
+      .then(
+        () => this.#accepted(),
+        (failure: unknown) => this.#refused(failure),
+      )
+      .catch((fault: unknown) => this.#failed(fault));
   }
 
   #accepted(): void {
@@ -187,12 +198,22 @@ class CaptureCall {
     this.#end(appError.status);
   }
 
+  /** A fault of this code, not of the request: logged, and the request no longer counts as in flight. */
+  #failed(fault: unknown): void {
+    this.deps.logger.error({ err: fault }, 'capture handler failed');
+    if (!this.#ended) {
+      this.#ended = true;
+      this.deps.inFlight.end();
+    }
+  }
+
   #end(status: number): void {
+    this.#ended = true;
+    this.deps.inFlight.end();
     this.route.requests(status).add();
     this.deps.metrics.captureDuration.observe(
       this.route.durationLabels,
       (performance.now() - this.#started) / 1000,
     );
-    this.deps.inFlight.end();
   }
 }
