@@ -105,15 +105,20 @@ export async function waitStreamDrained(natsUrl: string, timeoutMs = 60_000): Pr
   try {
     const jsm = await jetstreamManager(nc);
     let last = -1;
-    await waitFor(
-      async () => {
-        const info = await jsm.streams.info('EVENTS');
-        last = info.state.messages;
-        return last === 0 ? true : undefined;
-      },
-      timeoutMs,
-      `the EVENTS stream to drain (last seen ${last} messages)`,
-    );
+    try {
+      await waitFor(
+        async () => {
+          const info = await jsm.streams.info('EVENTS');
+          last = info.state.messages;
+          return last === 0 ? true : undefined;
+        },
+        timeoutMs,
+        'the EVENTS stream to drain',
+      );
+    } catch (err) {
+      // The count as last seen, not as it was when the wait began.
+      throw new Error(`${(err as Error).message} (last seen ${last} messages)`, { cause: err });
+    }
   } finally {
     await nc.close();
   }

@@ -11,7 +11,14 @@ import { PROJECT_API_KEY, post, startTestWeir, waitFor } from '../helpers/weir.t
 
 const nats = await startNatsServer();
 t.teardown(() => nats.close());
-const w = await startTestWeir({ WEIR_NATS_URL: nats.url, WEIR_STORE_MAX_PENDING_MB: '1' });
+// The store applies its log every 100 ms: with 1 MB of room for 3 MB of batches, a store that applied only every
+// second refused redelivered batches again and again, and each refusal doubles a batch's nak delay (to 30 s):
+// the stream then took over a minute to drain in some runs.
+const w = await startTestWeir({
+  WEIR_NATS_URL: nats.url,
+  WEIR_STORE_MAX_PENDING_MB: '1',
+  WEIR_STORE_APPLY_INTERVAL_MS: '100',
+});
 t.teardown(() => w.close());
 
 const metric = async (name: string): Promise<number> =>
