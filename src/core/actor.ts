@@ -86,13 +86,17 @@ export class KeyedActors<M> {
 
   /** Whether the actor of `key` has nothing waiting or under way. */
   isIdle(key: number): boolean {
-    return this.#actors[key % this.#actors.length]!.depth === 0;
+    return this.#actorOf(key).depth === 0;
   }
 
   send(key: number, message: M): Promise<void> {
+    return this.#actorOf(key).send(message);
+  }
+
+  #actorOf(key: number): Actor<M> {
     const actor = this.#actors[key % this.#actors.length];
     if (!actor) throw new RangeError(`no actor for key ${key}`);
-    return actor.send(message);
+    return actor;
   }
 
   async idle(): Promise<void> {

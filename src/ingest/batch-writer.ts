@@ -155,8 +155,8 @@ export class BatchWriter {
     for (const [table, queue] of this.#pending) {
       if (queue.length === 0) continue;
       const taken = this.#take(queue);
-      for (const w of taken) rows += w.count;
-      round.push(this.#commit(table, taken));
+      rows += taken.rows;
+      round.push(this.#commit(table, taken.writes, taken.rows));
     }
     this.#lastRoundRows = rows;
     if (round.length > 0) {
@@ -176,22 +176,23 @@ export class BatchWriter {
     else if (this.#idle()) for (const w of this.#idleWaiters.splice(0)) w();
   }
 
-  /** The oldest writes of `queue`, up to `maxRows` rows (at least one write, however large). */
-  #take(queue: PendingWrite[]): PendingWrite[] {
+  /** The oldest writes of `queue`, up to `maxRows` rows (at least one write, however large), and their rows. */
+  #take(queue: PendingWrite[]): { writes: PendingWrite[]; rows: number } {
     let take = 0;
-    let count = 0;
-    while (take < queue.length && (take === 0 || count + queue[take]!.count <= this.#config.maxRows)) {
-      count += queue[take]!.count;
+    let rows = 0;
+    while (take < queue.length && (take === 0 || rows + queue[take]!.count <= this.#config.maxRows)) {
+      rows += queue[take]!.count;
       take++;
     }
-    return queue.splice(0, take);
+    return { writes: queue.splice(0, take), rows };
   }
 
-  /** Commits `taken` as one insert into `table`; never rejects (the writes' own promises carry the outcome). */
-  #commit(table: string, taken: PendingWrite[]): Promise<void> {
+  /**
+   * Commits `taken` (`count` rows) as one insert into `table`; never rejects (the writes' own promises carry
+   * the outcome).
+   */
+  #commit(table: string, taken: PendingWrite[], count: number): Promise<void> {
     const started = performance.now();
-    let count = 0;
-    for (const w of taken) count += w.count;
     let inserted: Promise<void>;
     try {
       const store = this.#deps.store;
