@@ -1,8 +1,10 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { Session } from 'chdb';
 import { createChdbConnection } from 'chdb/connection';
 import {
   StoreQueryError,
@@ -98,6 +100,19 @@ const EMBEDDED_INSERT_SETTINGS = {
 } as const;
 
 /**
+ * Threads the in-process engine runs its background merges on, on a machine of `cores` cores: one core is
+ * left to capture and ingest. chDB's own default is two, and on a 2-core machine a merge (a few hundred ms
+ * of CPU on each of two threads, every few seconds under load) then took both cores from the main thread:
+ * at the single-event max-throughput search (`npm run bench:capture -- --mode single`), three alternated
+ * pairs sustained 50,725, 51,099 and 49,541 requests/s with one merge thread against 41,016, 46,750 and
+ * 47,389 with two (bench/results/single-event-latency.md, session 15). One thread merges far faster than
+ * a part a second per table is made.
+ */
+export function embeddedMergeThreads(cores: number): number {
+  return Math.min(2, Math.max(1, cores - 1));
+}
+
+/**
  * The Store on ClickHouse through `@clickhouse/client`: over HTTP to a server, or in-process on chDB via
  * `chdb/connection`. The SQL is the same; only the connection differs. The client's types stay in here.
  */
@@ -106,15 +121,19 @@ export class ClickHouseStore implements Store, TableReader {
   readonly #fileInserts: FileInserts | undefined;
   /** In-process (chDB) only: every engine call waits its turn here, not on a thread of Node's pool. */
   readonly #gate: ChdbGate | undefined;
+  /** In-process only: the connection that configured the engine (see `open`), closed last. */
+  readonly #engine: Session | undefined;
 
   private constructor(
     client: ClickHouseClient,
-    fileInserts: FileInserts | undefined,
-    gate: ChdbGate | undefined,
+    fileInserts?: FileInserts,
+    gate?: ChdbGate,
+    engine?: Session,
   ) {
     this.#client = client;
     this.#fileInserts = fileInserts;
     this.#gate = gate;
+    this.#engine = engine;
   }
 
   /** `onEngineWaiting`: in-process, hears how many engine calls wait for their turn (see ChdbGate). */
@@ -122,17 +141,26 @@ export class ClickHouseStore implements Store, TableReader {
     location: StoreLocation,
     options: { readonly onEngineWaiting?: (waiting: number) => void } = {},
   ): ClickHouseStore {
-    if (location.kind === 'http')
-      return new ClickHouseStore(createClient({ url: location.url }), undefined, undefined);
-    const connection = createChdbConnection({ path: location.path });
-    // chdb ships its own copy of clickhouse-js's Connection types; the shapes are the same.
-    const client = createClient({ connection: connection as unknown as ChConnection });
-    const { chdb } = connection as unknown as { chdb: { queryAsync: ChdbQuery } };
-    const gate = new ChdbGate({ onWaiting: options.onEngineWaiting });
-    const fileInserts = new FileInserts(join(location.path, 'weir-inserts'), (sql, options) =>
-      gate.run('store', () => chdb.queryAsync(sql, options)),
-    );
-    return new ClickHouseStore(client, fileInserts, gate);
+    if (location.kind === 'http') return new ClickHouseStore(createClient({ url: location.url }));
+    // chDB configures its engine from the first connection to a data directory, and `chdb/connection` opens
+    // its own without engine arguments: this session carries them, and stays open as long as the store.
+    const engine = new Session(location.path, {
+      connectionArgs: [`--background_pool_size=${embeddedMergeThreads(availableParallelism())}`],
+    });
+    try {
+      const connection = createChdbConnection({ path: location.path });
+      // chdb ships its own copy of clickhouse-js's Connection types; the shapes are the same.
+      const client = createClient({ connection: connection as unknown as ChConnection });
+      const { chdb } = connection as unknown as { chdb: { queryAsync: ChdbQuery } };
+      const gate = new ChdbGate({ onWaiting: options.onEngineWaiting });
+      const fileInserts = new FileInserts(join(location.path, 'weir-inserts'), (sql, options) =>
+        gate.run('store', () => chdb.queryAsync(sql, options)),
+      );
+      return new ClickHouseStore(client, fileInserts, gate, engine);
+    } catch (err) {
+      engine.close();
+      throw err;
+    }
   }
 
   /** `work` (one engine call) through the gate when the engine is in-process, else at once. */
@@ -216,7 +244,11 @@ export class ClickHouseStore implements Store, TableReader {
   }
 
   async close(): Promise<void> {
-    await this.#client.close();
+    try {
+      await this.#client.close();
+    } finally {
+      this.#engine?.close();
+    }
   }
 }
 

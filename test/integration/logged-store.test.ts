@@ -4,11 +4,12 @@
  * the rest, and a store that cannot apply refuses new rows past its bound and loses none it took.
  */
 import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
+import { embeddedMergeThreads } from '../../src/store/clickhouse-store.ts';
 import { CommitLog } from '../../src/store/commit-log.ts';
 import {
   blockToken,
@@ -47,6 +48,20 @@ async function count(tag: string): Promise<{ rows: number; distinct: number }> {
   );
   return { rows: Number(r!.rows), distinct: Number(r!.distinct) };
 }
+
+t.test('the engine merges on one thread fewer than the cores, at most two, at least one', async (t) => {
+  t.same([1, 2, 3, 4, 16].map(embeddedMergeThreads), [1, 1, 2, 2, 2]);
+  const poolSize = async (): Promise<number> => {
+    const [r] = await store.query<{ value: string }>(
+      `SELECT value FROM system.server_settings WHERE name = 'background_pool_size'`,
+    );
+    return Number(r!.value);
+  };
+  const expected = embeddedMergeThreads(availableParallelism());
+  t.equal(await poolSize(), expected);
+  await reopen();
+  t.equal(await poolSize(), expected, 'and again after the store is closed and opened');
+});
 
 t.test('a committed row is visible to the very next query', async (t) => {
   await store.insert('events', eventRows('visible', 3));
