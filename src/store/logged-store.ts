@@ -61,7 +61,9 @@ const COMMITS_IN_FLIGHT = 1;
 /**
  * The embedded Store: a commit is an append to the commit log (see commit-log.ts for why), and an applier
  * moves the log into the ClickHouse tables in large blocks — every `applyIntervalMs`, sooner when a block
- * fills, and always before a query or command runs, so every read sees every committed row.
+ * fills or half of `maxPendingBytes` waits (whichever is less: past the bound inserts are refused, and a
+ * store must not refuse what it could have applied), and always before a query or command runs, so every
+ * read sees every committed row.
  *
  * Each block is applied with a deduplication token recorded before its inserts, so a block re-applied after
  * a crash is not stored twice. A row the engine refuses (bad data) is found by bisection, written to
@@ -83,6 +85,8 @@ export class LoggedStore implements Store, TableReader {
   #applying: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #failures = 0;
+  /** Pending bytes from which the applier starts at once rather than at its interval (see the class). */
+  readonly #applyAtBytes: number;
   #closed = false;
   /** Where `encode` writes: a shared slab, as Node's pool does for small buffers (see `encode`). */
   #slab = Buffer.alloc(0);
@@ -100,6 +104,7 @@ export class LoggedStore implements Store, TableReader {
     this.#log = log;
     this.#applied = applied;
     this.#options = options;
+    this.#applyAtBytes = Math.min(options.applyMaxBytes, options.maxPendingBytes / 2);
     this.#deps = deps;
   }
 
@@ -279,7 +284,8 @@ export class LoggedStore implements Store, TableReader {
 
   #schedule(): void {
     if (this.#applying || this.#closed) return;
-    if (this.#pendingBytes >= this.#options.applyMaxBytes) {
+    // After a failure the backoff's timer decides when to try again, however much waits.
+    if (this.#pendingBytes >= this.#applyAtBytes && this.#failures === 0) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
       void this.#applyAll().catch(() => undefined);

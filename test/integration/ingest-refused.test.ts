@@ -1,7 +1,8 @@
 /**
- * Ingest when its store refuses a commit (here: the embedded store past its pending bound), on real chDB:
- * the batch fails for its sender to retry, nothing else breaks — also with the duplicate window turned off,
- * where no one else listens to a job's claim — and a retry once the store has caught up is stored once.
+ * Ingest when its store refuses a commit (here: the embedded store past its pending bound, its tables out of
+ * reach so nothing can be applied), on real chDB: the batch fails for its sender to retry, nothing else
+ * breaks — also with the duplicate window turned off, where no one else listens to a job's claim — and a
+ * retry once the store has caught up is stored once.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,7 +18,7 @@ import { openEmbeddedStore, StoreBusyError } from '../../src/store/logged-store.
 const dataDir = await mkdtemp(join(tmpdir(), 'weir-ingest-refused-'));
 t.teardown(() => rm(dataDir, { recursive: true, force: true }));
 const deps = { logger: createLogger('silent'), metrics: new Metrics({ defaultMetrics: false }) };
-// 1 MiB of commit log may wait to be applied, and nothing applies it on its own during the test.
+// 1 MiB of commit log may wait to be applied; the store applies it at half that, or when read.
 const store = await openEmbeddedStore(
   { dataDir, storeFsync: false, storeMaxPendingMb: 1, storeApplyIntervalMs: 60_000 },
   deps,
@@ -52,6 +53,8 @@ for (const window of [0, 1000]) {
         { store, ...deps },
       );
       const tag = `refused-${window}`;
+      // With the table away, the log cannot be applied and what waits stays (the applier retries later).
+      await store.command('RENAME TABLE events TO events_away');
       await ingest.handle({ lane: 'live', events: events(300, `${tag}-fill`), warnings: [] });
       const refused = events(300, tag);
       await t.rejects(ingest.handle({ lane: 'live', events: refused, warnings: [] }), StoreBusyError);
@@ -59,6 +62,7 @@ for (const window of [0, 1000]) {
       await new Promise((r) => setImmediate(r));
       t.same(unhandled, [], 'no unhandled rejection');
 
+      await store.command('RENAME TABLE events_away TO events');
       await store.query('SELECT 1'); // a read applies the log, so the store takes rows again
       await ingest.handle({ lane: 'live', events: refused, warnings: [] });
       const [row] = await store.query<{ n: string; u: string }>(

@@ -11,12 +11,13 @@ import { PROJECT_API_KEY, post, startTestWeir, waitFor } from '../helpers/weir.t
 
 const nats = await startNatsServer();
 t.teardown(() => nats.close());
-// The store applies its log every 100 ms: with 1 MB of room for 3 MB of batches, a store that applied only every
-// second refused redelivered batches again and again, and each refusal doubles a batch's nak delay (to 30 s):
-// the stream then took over a minute to drain in some runs.
+// 2 MB of room for 3 MB of batches: a third of them are refused while the table is away. With 1 MB, the
+// redelivered two thirds came back together, more than the room again, and were refused again and again: each
+// refusal doubles a batch's nak delay (to 30 s), and the stream took over a minute to drain in some runs.
+// The store applies its log every 100 ms (and at half its bound) once the table is back.
 const w = await startTestWeir({
   WEIR_NATS_URL: nats.url,
-  WEIR_STORE_MAX_PENDING_MB: '1',
+  WEIR_STORE_MAX_PENDING_MB: '2',
   WEIR_STORE_APPLY_INTERVAL_MS: '100',
 });
 t.teardown(() => w.close());

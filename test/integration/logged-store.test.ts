@@ -167,6 +167,39 @@ t.test('a store that cannot apply refuses rows past its bound and loses none it 
   t.ok(segments.length <= 2, `applied segments are removed (${segments.length} left)`);
 });
 
+t.test('the store applies what waits once it is half its bound, not only at its interval', async (t) => {
+  // Past the bound inserts are refused: a store that waited for its interval (a minute here) with the bound
+  // nearly reached would refuse rows it could have applied.
+  await reopen({ storeMaxPendingMb: 1 });
+  const big = 'x'.repeat(10_000);
+  let taken = 0;
+  for (let i = 0; i < 6; i++) {
+    // ~100 KB each: 600 KB in all, past half of the 1 MiB bound and under the bound itself.
+    const rows = eventRows('half-bound', 10, i * 10).map((r) => ({
+      ...r,
+      properties: JSON.stringify({ big }),
+    }));
+    await store.insert('events', rows);
+    taken += rows.length;
+  }
+  // `fresh: false` reads the tables as they are, without applying the log first.
+  const applied = async (): Promise<number> => {
+    const [r] = await store.query<{ n: string }>(
+      `SELECT count() AS n FROM events WHERE event = 'half-bound'`,
+      {},
+      { fresh: false },
+    );
+    return Number(r!.n);
+  };
+  const deadline = Date.now() + 10_000;
+  let seen = await applied();
+  while (seen < taken && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    seen = await applied();
+  }
+  t.equal(seen, taken, 'every row reached the tables without a read asking');
+});
+
 t.test('a commit log started afresh never has its blocks taken for ones the tables remember', async (t) => {
   // The first block of this file was 3 'visible' rows at the very start of the log. Remove the log (the tables
   // stay) and commit a block of exactly that size again: it sits at the same positions, and only the log's
