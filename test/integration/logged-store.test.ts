@@ -63,6 +63,20 @@ t.test('the engine merges on one thread fewer than the cores, at most two, at le
   t.equal(await poolSize(), expected, 'and again after the store is closed and opened');
 });
 
+t.test('a block of events past the engine default of 10 MB is applied as one compact part', async (t) => {
+  await store.command('SYSTEM STOP MERGES events');
+  t.teardown(() => store.command('SYSTEM START MERGES events'));
+  const big = 'x'.repeat(10_000);
+  // ~12 MB: wide at ClickHouse's default, compact under migration 5's 32 MiB.
+  const rows = eventRows('compact', 1_200).map((r) => ({ ...r, properties: JSON.stringify({ big }) }));
+  await store.insert('events', rows);
+  t.same(await count('compact'), { rows: 1_200, distinct: 1_200 });
+  const parts = await store.query<{ part_type: string; rows: string }>(
+    `SELECT part_type, rows FROM system.parts WHERE active AND table = 'events' AND rows = 1200`,
+  );
+  t.same(parts, [{ part_type: 'Compact', rows: '1200' }]);
+});
+
 t.test('a committed row is visible to the very next query', async (t) => {
   await store.insert('events', eventRows('visible', 3));
   t.same(await count('visible'), { rows: 3, distinct: 3 });
