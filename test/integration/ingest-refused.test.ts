@@ -55,14 +55,16 @@ for (const window of [0, 1000]) {
       const tag = `refused-${window}`;
       // With the table away, the log cannot be applied and what waits stays (the applier retries later).
       await store.command('RENAME TABLE events TO events_away');
-      await ingest.handle({ lane: 'live', events: events(300, `${tag}-fill`), warnings: [] });
       const refused = events(300, tag);
-      await t.rejects(ingest.handle({ lane: 'live', events: refused, warnings: [] }), StoreBusyError);
-      // Let any rejection nobody handled surface before looking.
-      await new Promise((r) => setImmediate(r));
-      t.same(unhandled, [], 'no unhandled rejection');
-
-      await store.command('RENAME TABLE events_away TO events');
+      try {
+        await ingest.handle({ lane: 'live', events: events(300, `${tag}-fill`), warnings: [] });
+        await t.rejects(ingest.handle({ lane: 'live', events: refused, warnings: [] }), StoreBusyError);
+        // Let any rejection nobody handled surface before looking.
+        await new Promise((r) => setImmediate(r));
+        t.same(unhandled, [], 'no unhandled rejection');
+      } finally {
+        await store.command('RENAME TABLE events_away TO events');
+      }
       await store.query('SELECT 1'); // a read applies the log, so the store takes rows again
       await ingest.handle({ lane: 'live', events: refused, warnings: [] });
       const [row] = await store.query<{ n: string; u: string }>(
