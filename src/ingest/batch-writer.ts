@@ -1,11 +1,13 @@
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
-import type { Row, Store } from '../core/ports.ts';
+import type { Row, Store, Values } from '../core/ports.ts';
 import { asError } from '../errors/app-error.ts';
 
 interface PendingWrite {
   /** The rows, or their bytes when the store encodes (then `rows` is empty). */
-  readonly rows: readonly Row[];
+  readonly rows: readonly Row[] | readonly Values[];
+  /** With rows given as values, their columns (one array for all writes of a kind: compared by identity). */
+  readonly columns: readonly string[] | undefined;
   readonly encoded: Buffer | undefined;
   readonly count: number;
   readonly resolve: () => void;
@@ -86,6 +88,22 @@ export class BatchWriter {
    * that young-generation GCs would have to copy.
    */
   write(table: string, rows: readonly Row[]): Promise<void> {
+    return this.#write(table, rows, undefined);
+  }
+
+  /**
+   * `write` for rows given as values in the order of `columns`. Pass the same `columns` array every time:
+   * writes are committed together only with writes of the same array.
+   */
+  writeValues(table: string, columns: readonly string[], rows: readonly Values[]): Promise<void> {
+    return this.#write(table, rows, columns);
+  }
+
+  #write(
+    table: string,
+    rows: readonly Row[] | readonly Values[],
+    columns: readonly string[] | undefined,
+  ): Promise<void> {
     if (rows.length === 0) return Promise.resolve();
     let encoded: Buffer | undefined;
     if (this.#deps.store.encode && this.#deps.store.insertEncoded) {
@@ -103,7 +121,7 @@ export class BatchWriter {
         queue = [];
         this.#pending.set(table, queue);
       }
-      queue.push({ rows: kept, encoded, count, resolve, reject });
+      queue.push({ rows: kept, columns, encoded, count, resolve, reject });
       this.#schedule();
     });
   }
@@ -176,11 +194,18 @@ export class BatchWriter {
     else if (this.#idle()) for (const w of this.#idleWaiters.splice(0)) w();
   }
 
-  /** The oldest writes of `queue`, up to `maxRows` rows (at least one write, however large), and their rows. */
+  /**
+   * The oldest writes of `queue`, up to `maxRows` rows (at least one write, however large) and all of one
+   * form (objects, or values of one column list), and their rows.
+   */
   #take(queue: PendingWrite[]): { writes: PendingWrite[]; rows: number } {
     let take = 0;
     let rows = 0;
-    while (take < queue.length && (take === 0 || rows + queue[take]!.count <= this.#config.maxRows)) {
+    const columns = queue[0]?.columns;
+    while (
+      take < queue.length &&
+      (take === 0 || (rows + queue[take]!.count <= this.#config.maxRows && queue[take]!.columns === columns))
+    ) {
       rows += queue[take]!.count;
       take++;
     }
@@ -196,14 +221,26 @@ export class BatchWriter {
     let inserted: Promise<void>;
     try {
       const store = this.#deps.store;
+      const columns = taken[0]!.columns;
       if (taken[0]!.encoded && store.insertEncoded) {
         inserted = store.insertEncoded(
           table,
           count,
           taken.map((w) => w.encoded!),
+          columns,
+        );
+      } else if (columns) {
+        // (Rows come with columns exactly when they are values.)
+        inserted = store.insertValues(
+          table,
+          columns,
+          taken.flatMap((w) => w.rows as readonly Values[]),
         );
       } else {
-        inserted = store.insert(table, taken.length === 1 ? taken[0]!.rows : taken.flatMap((w) => w.rows));
+        inserted = store.insert(
+          table,
+          taken.flatMap((w) => w.rows as readonly Row[]),
+        );
       }
     } catch (err) {
       inserted = Promise.reject(asError(err));

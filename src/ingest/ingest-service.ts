@@ -6,7 +6,7 @@ import { partitionOf } from '../core/partition.ts';
 import type { Store } from '../core/ports.ts';
 import { BatchWriter } from './batch-writer.ts';
 import { DedupWindow } from './dedup-window.ts';
-import { eventRow, warningRow } from './event-row.ts';
+import { EVENT_COLUMNS, eventValues, warningRow } from './event-row.ts';
 import { Pipeline, type PipelineOutput } from './pipeline.ts';
 import { GroupState, groupKeys } from './persons/group-state.ts';
 import { KnownIds } from './persons/known-ids.ts';
@@ -292,7 +292,10 @@ export class IngestService {
   /** Hands a job's rows to the writer; `settle` settles the job's claim with their commit. */
   #write(job: Job, out: PipelineOutput, settle: (outcome: Promise<void>) => void): void {
     job.commits.push(...out.written);
-    const commit = out.events.length > 0 ? this.#writer.write('events', out.events.map(eventRow)) : undefined;
+    const commit =
+      out.events.length > 0
+        ? this.#writer.writeValues('events', EVENT_COLUMNS, out.events.map(eventValues))
+        : undefined;
     settle(allCommitted([commit, ...out.written]) ?? Promise.resolve());
     if (commit) {
       // The callback keeps two values, not the events: they are let go once their rows are written.

@@ -11,6 +11,7 @@ import {
   StoreWaitTimeout,
   type ResultTable,
   type Row,
+  type Values,
   type Store,
   type TableQueryOptions,
   type TableReader,
@@ -48,10 +49,12 @@ class FileInserts {
     this.#query = query;
   }
 
+  /** `columns`: the data is rows of values in their order (JSONCompactEachRow), not objects (JSONEachRow). */
   async insert(
     table: string,
     data: readonly Buffer[],
     settings: Readonly<Record<string, string | number>>,
+    columns: readonly string[] | undefined,
   ): Promise<void> {
     const file = join(this.#dir, `${++this.#next}.json`);
     try {
@@ -65,13 +68,19 @@ class FileInserts {
         .map(([k, v]) => `${k} = ${typeof v === 'number' ? v : sqlString(v)}`)
         .join(', ');
       await this.#query(
-        `INSERT INTO \`${table}\` FROM INFILE ${sqlString(file)} COMPRESSION 'none' SETTINGS ${with_} FORMAT JSONEachRow`,
+        `INSERT INTO \`${table}\`${columnList(columns)} FROM INFILE ${sqlString(file)} COMPRESSION 'none' ` +
+          `SETTINGS ${with_} FORMAT ${columns ? 'JSONCompactEachRow' : 'JSONEachRow'}`,
         { format: 'CSV' },
       );
     } finally {
       await rm(file, { force: true });
     }
   }
+}
+
+/** ` (a, b, …)` for the columns of rows given as values; nothing for rows given as objects. */
+function columnList(columns: readonly string[] | undefined): string {
+  return columns ? ` (${columns.map((c) => `\`${c}\``).join(', ')})` : '';
 }
 
 /** A ClickHouse string literal. */
@@ -172,19 +181,32 @@ export class ClickHouseStore implements Store, TableReader {
    * Inserts JSONEachRow bytes, given in parts that follow one another, as one block. `token` makes a repeated
    * insert of the same block a no-op (tables carry `non_replicated_deduplication_window`).
    */
-  async insertRaw(table: string, data: readonly Buffer[], token: string): Promise<void> {
+  /**
+   * Inserts JSON rows already written as bytes, under a deduplication token: objects (JSONEachRow, one
+   * array or one a line), or with `columns`, arrays of their values (JSONCompactEachRow, separated by commas
+   * or newlines).
+   */
+  async insertRaw(
+    table: string,
+    data: readonly Buffer[],
+    token: string,
+    columns?: readonly string[],
+  ): Promise<void> {
     if (this.#fileInserts) {
-      await this.#fileInserts.insert(table, data, {
-        insert_deduplication_token: token,
-        ...EMBEDDED_INSERT_SETTINGS,
-      });
+      await this.#fileInserts.insert(
+        table,
+        data,
+        { insert_deduplication_token: token, ...EMBEDDED_INSERT_SETTINGS },
+        columns,
+      );
       return;
     }
     // Over HTTP: the server runs inserts side by side, and nothing here waits on a thread of Node's pool.
     await this.#client.insert({
       table,
       values: Readable.from(data),
-      format: 'JSONEachRow',
+      format: columns ? 'JSONCompactEachRow' : 'JSONEachRow',
+      ...(columns ? { columns: [...columns] as [string, ...string[]] } : {}),
       clickhouse_settings: { insert_deduplication_token: token, ...INSERT_SETTINGS },
     });
   }
@@ -196,6 +218,19 @@ export class ClickHouseStore implements Store, TableReader {
         table,
         values: rows,
         format: 'JSONEachRow',
+        clickhouse_settings: INSERT_SETTINGS,
+      }),
+    );
+  }
+
+  async insertValues(table: string, columns: readonly string[], rows: readonly Values[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.#call('store', () =>
+      this.#client.insert({
+        table,
+        values: rows as unknown[][],
+        format: 'JSONCompactEachRow',
+        columns: [...columns] as [string, ...string[]],
         clickhouse_settings: INSERT_SETTINGS,
       }),
     );

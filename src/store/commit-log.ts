@@ -11,9 +11,12 @@
  * `<dir>/state.json` records how far the tables hold the log (`applied`) and the block being applied
  * (`intent`), so recovery re-applies that block with the same deduplication token.
  *
- * Frame: u32 LE payload length, u32 LE CRC-32 of the payload, payload = u8 table-name length, table name,
- * u32 LE row count, rows (JSONEachRow, each line ending in '\n'). A torn or corrupt frame at the tail of the
- * last segment (a crash mid-write) is cut off at recovery; it was never acknowledged.
+ * Frame: u32 LE payload length, u32 LE CRC-32 of the payload, then the payload: the rows' target, u32 LE row
+ * count, the rows. The target is u8 table-name length and the table name for rows that are JSON objects
+ * (one JSON array of them; logs of earlier versions hold one object a line), or, for rows that are arrays of
+ * values (one JSON array of arrays), a 0 byte, u8 table-name length, the table name, u16 LE length and the
+ * column names joined by commas. A torn or corrupt frame at the tail of the last segment (a crash
+ * mid-write) is cut off at recovery; it was never acknowledged.
  */
 import { mkdir, open, readdir, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -28,8 +31,10 @@ export interface LogPosition {
 
 export interface LogFrame {
   readonly table: string;
+  /** The columns of rows given as arrays of values; undefined for rows that are objects. */
+  readonly columns: readonly string[] | undefined;
   readonly rows: number;
-  /** JSONEachRow lines, each ending in '\n'. */
+  /** One JSON array of the rows (or, from logs of earlier versions, one JSON object a line). */
   readonly data: Buffer;
   /** The position just after this frame. */
   readonly end: LogPosition;
@@ -98,6 +103,7 @@ interface State {
 
 interface QueuedAppend {
   readonly table: string;
+  readonly columns: readonly string[] | undefined;
   readonly rows: number;
   readonly data: Buffer;
   readonly resolve: (frame: LogFrame) => void;
@@ -117,6 +123,9 @@ interface Commit {
 
 const HEADER = 8;
 const MAX_TABLE_NAME = 255;
+const MAX_COLUMNS_TEXT = 65535;
+/** A column name the log can keep in its comma-joined list (and the applier name in SQL). */
+const COLUMN_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 const START: LogPosition = { segment: 0, offset: 0 };
 
 export function comparePositions(a: LogPosition, b: LogPosition): number {
@@ -215,12 +224,20 @@ export class CommitLog {
    * ones that queued up share a write and a sync; see commit-thread.ts), never waiting for a turn of the
    * main thread between them; they are answered in log order.
    */
-  append(table: string, rows: number, data: Buffer): Promise<LogFrame> {
+  append(table: string, rows: number, data: Buffer, columns?: readonly string[]): Promise<LogFrame> {
     if (this.#closed) return Promise.reject(new Error('the commit log is closed'));
     if (this.#failed) return Promise.reject(this.#failed);
-    if (Buffer.byteLength(table) > MAX_TABLE_NAME) return Promise.reject(new Error('table name too long'));
+    const nameBytes = Buffer.byteLength(table);
+    if (nameBytes === 0 || nameBytes > MAX_TABLE_NAME)
+      return Promise.reject(new Error(`a table name takes 1-${MAX_TABLE_NAME} bytes: '${table}'`));
+    if (columns !== undefined) {
+      if (columns.length === 0 || !columns.every((c) => COLUMN_NAME.test(c)))
+        return Promise.reject(new Error(`not a column list the log can keep: ${JSON.stringify(columns)}`));
+      if (columns.join(',').length > MAX_COLUMNS_TEXT)
+        return Promise.reject(new Error('the column list is too long'));
+    }
     return new Promise<LogFrame>((resolve, reject) => {
-      this.#queue.push({ table, rows, data, resolve, reject });
+      this.#queue.push({ table, columns, rows, data, resolve, reject });
       this.#schedulePump();
     });
   }
@@ -300,18 +317,23 @@ export class CommitLog {
     const start = this.#offset;
     let offset = start;
     for (const a of batch) {
-      const name = Buffer.from(a.table);
-      const head = Buffer.allocUnsafe(HEADER + 1 + name.length + 4);
-      const payloadLength = 1 + name.length + 4 + a.data.length;
-      head.writeUInt8(name.length, HEADER);
-      name.copy(head, HEADER + 1);
-      head.writeUInt32LE(a.rows, HEADER + 1 + name.length);
+      const target = targetBytes(a.table, a.columns);
+      const head = Buffer.allocUnsafe(HEADER + target.length + 4);
+      const payloadLength = target.length + 4 + a.data.length;
+      target.copy(head, HEADER);
+      head.writeUInt32LE(a.rows, HEADER + target.length);
       const crc = crc32(a.data, crc32(head.subarray(HEADER)));
       head.writeUInt32LE(payloadLength, 0);
       head.writeUInt32LE(crc, 4);
       parts.push(head, a.data);
       offset += HEADER + payloadLength;
-      frames.push({ table: a.table, rows: a.rows, data: a.data, end: { segment: this.#segment, offset } });
+      frames.push({
+        table: a.table,
+        columns: a.columns,
+        rows: a.rows,
+        data: a.data,
+        end: { segment: this.#segment, offset },
+      });
     }
     this.#offset = offset;
     const commit: Commit = { batch, frames, start, settled: false, failed: false, error: undefined };
@@ -426,14 +448,52 @@ export function readFrames(
     if (length < 6 || end > bytes.length) break;
     const payload = bytes.subarray(at + HEADER, end);
     if (crc32(payload) !== crc) break;
-    const nameLength = payload.readUInt8(0);
-    if (1 + nameLength + 4 > payload.length) break;
-    const table = payload.subarray(1, 1 + nameLength).toString();
-    const rows = payload.readUInt32LE(1 + nameLength);
+    const target = readTarget(payload);
+    if (target === undefined || target.length + 4 > payload.length) break;
+    const rows = payload.readUInt32LE(target.length);
     // A copy, so the segment's buffer is not kept alive by one frame.
-    const data = Buffer.from(payload.subarray(1 + nameLength + 4));
-    frames.push({ table, rows, data, end: { segment, offset: end } });
+    const data = Buffer.from(payload.subarray(target.length + 4));
+    frames.push({ table: target.table, columns: target.columns, rows, data, end: { segment, offset: end } });
     at = end;
   }
   return { frames, validEnd: at };
+}
+
+/** A frame's target as written (see the file's comment): the table, and the columns of rows given as values. */
+function targetBytes(table: string, columns: readonly string[] | undefined): Buffer {
+  const name = Buffer.from(table);
+  if (columns === undefined) return Buffer.concat([Buffer.from([name.length]), name]);
+  const list = Buffer.from(columns.join(','));
+  const out = Buffer.allocUnsafe(2 + name.length + 2 + list.length);
+  out.writeUInt8(0, 0);
+  out.writeUInt8(name.length, 1);
+  name.copy(out, 2);
+  out.writeUInt16LE(list.length, 2 + name.length);
+  list.copy(out, 4 + name.length);
+  return out;
+}
+
+/** The target at the start of a payload and the bytes it took; undefined when they run past the payload. */
+function readTarget(
+  payload: Buffer,
+): { table: string; columns: readonly string[] | undefined; length: number } | undefined {
+  const first = payload.readUInt8(0);
+  if (first > 0) {
+    if (1 + first > payload.length) return undefined;
+    return { table: payload.subarray(1, 1 + first).toString(), columns: undefined, length: 1 + first };
+  }
+  if (payload.length < 2) return undefined;
+  const nameLength = payload.readUInt8(1);
+  if (4 + nameLength > payload.length) return undefined;
+  const listLength = payload.readUInt16LE(2 + nameLength);
+  const length = 4 + nameLength + listLength;
+  if (nameLength === 0 || listLength === 0 || length > payload.length) return undefined;
+  return {
+    table: payload.subarray(2, 2 + nameLength).toString(),
+    columns: payload
+      .subarray(4 + nameLength, length)
+      .toString()
+      .split(','),
+    length,
+  };
 }

@@ -2,7 +2,15 @@ import { appendFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
-import type { QueryOptions, ResultTable, Row, Store, TableQueryOptions, TableReader } from '../core/ports.ts';
+import type {
+  QueryOptions,
+  ResultTable,
+  Row,
+  Store,
+  TableQueryOptions,
+  TableReader,
+  Values,
+} from '../core/ports.ts';
 import { ClickHouseStore, migrate } from './clickhouse-store.ts';
 import { CommitLog, comparePositions, type LogFrame, type LogPosition } from './commit-log.ts';
 import { asError } from '../errors/app-error.ts';
@@ -153,11 +161,23 @@ export class LoggedStore implements Store, TableReader {
     return this.insertEncoded(table, rows.length, [data]);
   }
 
+  insertValues(table: string, columns: readonly string[], rows: readonly Values[]): Promise<void> {
+    if (rows.length === 0) return Promise.resolve();
+    let data: Buffer;
+    try {
+      data = this.encode(rows);
+    } catch (err) {
+      return Promise.reject(asError(err));
+    }
+    return this.insertEncoded(table, rows.length, [data], columns);
+  }
+
   /**
    * One JSON array of the rows: a third less CPU than a JSON text per row (2.4 against 3.5 µs a row, bytes
-   * included, measured on event rows), and ClickHouse's JSONEachRow reads an array of objects as rows.
+   * included, measured on event rows), and ClickHouse's JSONEachRow reads an array of objects as rows (for
+   * rows of values, the applier hands JSONCompactEachRow the array's members).
    */
-  encode(rows: readonly Row[]): Buffer {
+  encode(rows: readonly Row[] | readonly Values[]): Buffer {
     const text = JSON.stringify(rows);
     // A JSON text of a few rows is ~0.5-15 KB: past Node's own 4 KB pool, `Buffer.from` would make each its own
     // ArrayBuffer (2.5× the time of writing into a slab, measured on 6.7 KB texts, and an external allocation
@@ -174,23 +194,36 @@ export class LoggedStore implements Store, TableReader {
     return this.#slab.subarray(start, this.#slabUsed);
   }
 
-  /** Commits encodings of `encode` as one frame of the log: one JSON array of all their rows. */
-  insertEncoded(table: string, rows: number, chunks: readonly Buffer[]): Promise<void> {
+  /**
+   * Commits encodings of `encode` as one frame of the log: one JSON array of all their rows (all objects, or
+   * all values in the order of `columns`).
+   */
+  insertEncoded(
+    table: string,
+    rows: number,
+    chunks: readonly Buffer[],
+    columns?: readonly string[],
+  ): Promise<void> {
     if (rows === 0) return Promise.resolve();
     if (this.#closed) return Promise.reject(new Error('the store is closed'));
     // (Logs of earlier versions hold one object a line; the applier reads both.)
     const data = jsonArrayOf(chunks);
     if (this.#pendingBytes > 0 && this.#pendingBytes + data.length > this.#options.maxPendingBytes)
       return Promise.reject(new StoreBusyError(this.#pendingBytes));
-    return this.#append(table, rows, data);
+    return this.#append(table, rows, data, columns);
   }
 
-  async #append(table: string, count: number, data: Buffer): Promise<void> {
+  async #append(
+    table: string,
+    count: number,
+    data: Buffer,
+    columns: readonly string[] | undefined,
+  ): Promise<void> {
     const started = performance.now();
     this.#pendingBytes += data.length;
     let frame: LogFrame;
     try {
-      frame = await this.#log.append(table, count, data);
+      frame = await this.#log.append(table, count, data, columns);
     } catch (err) {
       this.#pendingBytes -= data.length;
       throw err;
@@ -361,16 +394,27 @@ export class LoggedStore implements Store, TableReader {
     const to = block.at(-1)!.end;
     await this.#log.beginApply({ from: this.#applied, to, token });
     const started = performance.now();
-    const byTable = new Map<string, Buffer[]>();
+    // One insert per table and form: rows as objects, or as values of one column list.
+    const inserts = new Map<
+      string,
+      { table: string; columns: readonly string[] | undefined; parts: Buffer[] }
+    >();
     let rows = 0;
     for (const f of block) {
       rows += f.rows;
-      const parts = byTable.get(f.table);
-      if (parts) parts.push(f.data);
-      else byTable.set(f.table, [f.data]);
+      const key = f.columns ? `${f.table}(${f.columns.join(',')})` : f.table;
+      const insert = inserts.get(key);
+      if (insert) insert.parts.push(f.data);
+      else inserts.set(key, { table: f.table, columns: f.columns, parts: [f.data] });
     }
-    for (const [table, parts] of byTable) {
-      await this.#insertChecked(table, jsonArrayParts(parts), `${token}:${table}`);
+    for (const [key, { table, columns, parts }] of inserts) {
+      // Rows as objects keep the token suffix of earlier versions, so that a block they began is re-applied
+      // under the same tokens.
+      await this.#insertChecked(
+        { table, columns },
+        columns ? valueRowsParts(parts) : jsonArrayParts(parts),
+        columns ? `${token}:${key}` : `${token}:${table}`,
+      );
     }
     await this.#log.endApply(to);
     this.#applied = to;
@@ -396,22 +440,22 @@ export class LoggedStore implements Store, TableReader {
    * them aside. When every row fails, the fault is not in the rows (a schema the rows do not fit, say):
    * nothing is set aside, the error stands, and the block is retried later like any other failure.
    */
-  async #insertChecked(table: string, data: readonly Buffer[], token: string): Promise<void> {
+  async #insertChecked(target: Target, data: readonly Buffer[], token: string): Promise<void> {
     try {
-      await this.#inner.insertRaw(table, data, token);
+      await this.#inner.insertRaw(target.table, data, token, target.columns);
     } catch (err) {
       if (!isDataError(err)) throw err;
-      const lines = rowLines(Buffer.concat(data));
+      const lines = rowLines(Buffer.concat(data), target.columns !== undefined);
       const refused: { line: number; err: unknown }[] = [];
-      await this.#bisect(table, lines, 0, lines.length, token, err, refused);
+      await this.#bisect(target, lines, 0, lines.length, token, err, refused);
       if (refused.length === lines.length) throw err;
-      for (const r of refused) await this.#reject(table, lines[r.line]!, r.err);
+      for (const r of refused) await this.#reject(target, lines[r.line]!, r.err);
     }
   }
 
   /** Inserts the good rows of `lines[lo, hi)` (which failed as a whole with `err`); collects the refused ones. */
   async #bisect(
-    table: string,
+    target: Target,
     lines: readonly Buffer[],
     lo: number,
     hi: number,
@@ -429,16 +473,17 @@ export class LoggedStore implements Store, TableReader {
       [mid, hi],
     ] as const) {
       try {
-        await this.#inner.insertRaw(table, lines.slice(a, b), `${token}:${a}-${b}`);
+        await this.#inner.insertRaw(target.table, lines.slice(a, b), `${token}:${a}-${b}`, target.columns);
       } catch (e) {
         if (!isDataError(e)) throw e;
-        await this.#bisect(table, lines, a, b, token, e, refused);
+        await this.#bisect(target, lines, a, b, token, e, refused);
       }
     }
   }
 
-  async #reject(table: string, line: Buffer, err: unknown): Promise<void> {
-    const row = line.toString().trimEnd();
+  async #reject({ table, columns }: Target, line: Buffer, err: unknown): Promise<void> {
+    // A row of values is set aside as an object, named the way an operator reads it.
+    const row = columns ? JSON.stringify(valuesAsRow(columns, line)) : line.toString().trimEnd();
     const error = err instanceof Error ? err.message.split('\n')[0] : String(err);
     this.#deps.metrics.storeRowsRejected.inc({ table });
     this.#deps.logger.error(
@@ -500,11 +545,42 @@ function linesAsMembers(lines: Buffer): Buffer {
   return out;
 }
 
-/** The rows of a block one JSON text a line (each ending in a newline), to look for the ones at fault. */
-function rowLines(data: Buffer): Buffer[] {
-  if (data[0] !== OPEN_BRACKET) return splitLines(data);
-  const rows = JSON.parse(data.toString('utf8')) as unknown[];
+/**
+ * Rows of values as JSONCompactEachRow takes them: the members of each frame's array, one frame after
+ * another, separated by commas (the format reads rows separated by commas; it reads no enclosing array).
+ */
+function valueRowsParts(frames: readonly Buffer[]): Buffer[] {
+  const parts: Buffer[] = [];
+  for (const f of frames) {
+    const members = f.subarray(1, f.length - 1);
+    if (members.length === 0) continue;
+    if (parts.length > 0) parts.push(COMMA);
+    parts.push(members);
+  }
+  return parts;
+}
+
+/** What one insert of the applier goes to: a table, with the column list of rows given as values. */
+interface Target {
+  readonly table: string;
+  readonly columns: readonly string[] | undefined;
+}
+
+/**
+ * The rows of a block one JSON text a line (each ending in a newline), to look for the ones at fault. Rows of
+ * values (`values`) come as the members of arrays, separated by commas.
+ */
+function rowLines(data: Buffer, values: boolean): Buffer[] {
+  if (!values && data[0] !== OPEN_BRACKET) return splitLines(data);
+  const text = data.toString('utf8');
+  const rows = JSON.parse(values ? `[${text}]` : text) as unknown[];
   return rows.map((r) => Buffer.from(`${JSON.stringify(r)}\n`));
+}
+
+/** A row of values (one JSON text) as an object of its columns. */
+function valuesAsRow(columns: readonly string[], line: Buffer): Row {
+  const values = JSON.parse(line.toString('utf8')) as unknown[];
+  return Object.fromEntries(columns.map((c, i) => [c, values[i]]));
 }
 
 function splitLines(data: Buffer): Buffer[] {

@@ -47,6 +47,39 @@ t.test('appended frames come back, in order, after a reopen', async (t) => {
   await again.log.close();
 });
 
+t.test('frames of rows given as values keep their columns; frames of objects have none', async (t) => {
+  const dir = await tempDir(t);
+  const { log } = await CommitLog.open({ dir, fsync: true });
+  const columns = ['project_id', 'uuid', '$group_0'];
+  await log.append('events', 2, Buffer.from('[[1,"a",""],[1,"b",""]]'), columns);
+  await log.append('events', 1, Buffer.from('[{"v":"o"}]'));
+  await log.close();
+
+  const again = await CommitLog.open({ dir, fsync: false });
+  t.same(
+    again.recovery.frames.map((f) => [f.table, f.columns, f.rows, f.data.toString()]),
+    [
+      ['events', columns, 2, '[[1,"a",""],[1,"b",""]]'],
+      ['events', undefined, 1, '[{"v":"o"}]'],
+    ],
+  );
+  await again.log.close();
+});
+
+t.test('a table name or column list the log cannot keep is refused, and the log goes on', async (t) => {
+  const dir = await tempDir(t);
+  const { log } = await CommitLog.open({ dir, fsync: true });
+  const data = Buffer.from('[[1]]');
+  await t.rejects(log.append('', 1, data), /table name/);
+  await t.rejects(log.append('t'.repeat(256), 1, data), /table name/);
+  await t.rejects(log.append('events', 1, data, []), /column list/);
+  await t.rejects(log.append('events', 1, data, ['a,b']), /column list/);
+  await t.rejects(log.append('events', 1, data, ['a`; DROP TABLE x']), /column list/);
+  const frame = await log.append('events', 1, data, ['a']);
+  t.same(frame.columns, ['a']);
+  await log.close();
+});
+
 t.test('concurrent appends in one tick go out in one write', async (t) => {
   const dir = await tempDir(t);
   const { log } = await CommitLog.open({ dir, fsync: false });

@@ -47,7 +47,8 @@ const store: Store = {
   soleWriter: true,
   insert: (table, rows) => inner.insert(table, rows),
   encode: (rows) => inner.encode(rows),
-  insertEncoded: (table, rows, chunks) => inner.insertEncoded(table, rows, chunks),
+  insertValues: (table, columns, rows) => inner.insertValues(table, columns, rows),
+  insertEncoded: (table, rows, chunks, columns) => inner.insertEncoded(table, rows, chunks, columns),
   async query(sql, params, options) {
     if (sql.includes('FROM person_distinct_ids FINAL')) {
       lookups++;

@@ -18,6 +18,7 @@ import {
   openEmbeddedStore,
   StoreBusyError,
 } from '../../src/store/logged-store.ts';
+import type { Row } from '../../src/core/ports.ts';
 import { eventRows } from '../helpers/rows.ts';
 
 const dataDir = await mkdtemp(join(tmpdir(), 'weir-logged-store-'));
@@ -155,6 +156,69 @@ t.test('a block whose every row is refused is kept and retried, not set aside', 
   await store.close();
   await rm(logDir, { recursive: true, force: true });
   store = await openEmbeddedStore(config, deps);
+});
+
+/** Rows as values, in the order of their first row's keys, and those keys. */
+function asValues(rows: readonly Row[]): { columns: string[]; values: unknown[][] } {
+  const columns = Object.keys(rows[0]!);
+  return { columns, values: rows.map((r) => columns.map((c) => r[c])) };
+}
+
+t.test('rows given as values are stored, beside rows given as objects in the same block', async (t) => {
+  const { columns, values } = asValues(eventRows('as-values', 6));
+  // Left out of the column list: `$group_0` takes its default.
+  t.notOk(columns.includes('$group_0'));
+  const objects = eventRows('as-objects', 3);
+  // One block: both are committed before the read applies them (the interval is a minute).
+  await Promise.all([store.insertValues('events', columns, values), store.insert('events', objects)]);
+  t.same(await count('as-values'), { rows: 6, distinct: 6 });
+  t.same(await count('as-objects'), { rows: 3, distinct: 3 });
+  const stored = await store.query<Row>(
+    `SELECT uuid, distinct_id, properties, $group_0 FROM events WHERE event = 'as-values' ORDER BY distinct_id`,
+  );
+  t.same(
+    stored,
+    values.map((v) => ({ uuid: v[1], distinct_id: v[3], properties: v[6], $group_0: '' })),
+  );
+});
+
+t.test('a block of values and objects re-applied after a crash is stored once', async (t) => {
+  await store.close();
+  const statePath = join(logDir, 'state.json');
+  const before = JSON.parse(await readFile(statePath, 'utf8')) as { logId: string; applied: unknown };
+  const { log } = await CommitLog.open({ dir: logDir, fsync: true });
+  const { columns, values } = asValues(eventRows('mixed-twice', 4));
+  await log.append('events', 4, Buffer.from(JSON.stringify(values)), columns);
+  const frame = await log.append('events', 2, Buffer.from(JSON.stringify(eventRows('mixed-twice', 2, 4))));
+  await log.close();
+  store = await openEmbeddedStore(config, deps); // applies the block (values and objects) and marks it
+  t.same(await count('mixed-twice'), { rows: 6, distinct: 6 });
+  await store.close();
+  const from = before.applied as { segment: number; offset: number };
+  await writeFile(
+    statePath,
+    JSON.stringify({
+      logId: before.logId,
+      applied: from,
+      intent: { from, to: frame.end, token: blockToken(before.logId, from, frame.end) },
+    }),
+  );
+  store = await openEmbeddedStore(config, deps);
+  t.same(await count('mixed-twice'), { rows: 6, distinct: 6 }, 're-applied under the same tokens');
+});
+
+t.test('a row of values the engine refuses is set aside as an object; the rest is stored', async (t) => {
+  const rejectedPath = join(logDir, 'rejected.jsonl');
+  const before = await readFile(rejectedPath, 'utf8').catch(() => '');
+  const { columns, values } = asValues(eventRows('poison-values', 7));
+  values[2]![columns.indexOf('uuid')] = 'not-a-uuid';
+  await store.insertValues('events', columns, values);
+  t.same(await count('poison-values'), { rows: 6, distinct: 6 });
+  const added = (await readFile(rejectedPath, 'utf8')).slice(before.length).trim().split('\n');
+  t.equal(added.length, 1);
+  const entry = JSON.parse(added[0]!) as { table: string; row: string; error: string };
+  t.match(entry, { table: 'events', error: /UUID/ });
+  t.match(JSON.parse(entry.row), { uuid: 'not-a-uuid', event: 'poison-values', distinct_id: 'user-2' });
 });
 
 t.test('a store that cannot apply refuses rows past its bound and loses none it took', async (t) => {

@@ -390,6 +390,7 @@ t.test('after a failed write the next event does not build on what the store nev
       }
       return real.insert(table, rows);
     },
+    insertValues: (table, columns, rows) => real.insertValues(table, columns, rows),
     query: (sql, params) => real.query(sql, params),
     command: (sql) => real.command(sql),
     close: () => Promise.resolve(),

@@ -17,6 +17,7 @@ const gc = runInNewContext('gc') as () => void;
 
 interface Insert {
   readonly table: string;
+  readonly columns: readonly string[] | undefined;
   readonly rows: number;
   readonly text: string;
   readonly done: () => void;
@@ -30,11 +31,13 @@ function encodingStore(commitsInFlight?: number): { store: Store; inserts: Inser
   const store: Store = {
     commitsInFlight,
     insert: () => Promise.reject(new Error('an encoding store is given encodings')),
+    insertValues: () => Promise.reject(new Error('an encoding store is given encodings')),
     encode: (rows) => Buffer.from(JSON.stringify(rows)),
-    insertEncoded: (table, rows, chunks) =>
+    insertEncoded: (table, rows, chunks, columns) =>
       new Promise<void>((resolve) => {
         inserts.push({
           table,
+          columns,
           rows,
           text: chunks.map((c) => c.toString()).join('|'),
           done: resolve,
@@ -85,6 +88,49 @@ t.test('writes made during a commit go together in the next one, as their encodi
   inserts[1]!.done();
   await Promise.all([second, third]);
   await w.flushed();
+});
+
+t.test('rows given as values commit with their columns, never in one commit with objects', async (t) => {
+  const { store, inserts } = encodingStore();
+  const w = writer(store);
+  const columns = ['a', 'b'];
+  const writes = [
+    w.writeValues('events', columns, [[1, 'x']]),
+    w.writeValues('events', columns, [[2, 'y']]),
+    w.write('events', [{ a: 3 }]),
+    w.writeValues('events', columns, [[4, 'z']]),
+  ];
+  for (const expected of [
+    { columns, rows: 2, text: '[[1,"x"]]|[[2,"y"]]' },
+    { columns: undefined, rows: 1, text: '[{"a":3}]' },
+    { columns, rows: 1, text: '[[4,"z"]]' },
+  ]) {
+    await until(() => inserts.length > 0);
+    const insert = inserts.shift()!;
+    t.same({ columns: insert.columns, rows: insert.rows, text: insert.text }, expected);
+    insert.done();
+  }
+  await Promise.all(writes);
+  await w.flushed();
+});
+
+t.test('a store that does not encode is given values with their columns', async (t) => {
+  const got: unknown[] = [];
+  const store: Store = {
+    insert: (table, rows) => Promise.resolve(void got.push(['insert', table, rows])),
+    insertValues: (table, columns, rows) => Promise.resolve(void got.push(['values', table, columns, rows])),
+    query: () => Promise.resolve([]),
+    command: () => Promise.resolve(),
+    close: () => Promise.resolve(),
+  };
+  const w = writer(store);
+  const columns = ['a'];
+  await Promise.all([w.writeValues('events', columns, [[1], [2]]), w.writeValues('events', columns, [[3]])]);
+  await w.write('events', [{ a: 4 }]);
+  t.same(got, [
+    ['values', 'events', columns, [[1], [2], [3]]],
+    ['insert', 'events', [{ a: 4 }]],
+  ]);
 });
 
 t.test('no row object is kept while its commit waits', async (t) => {
