@@ -48,6 +48,25 @@ t.test('the same uuid twice in one claim is one event, claimed by the first copy
   t.end();
 });
 
+t.test('a failed claim forgets its own events only, though a copy among them was dropped', async (t) => {
+  const w = new DedupWindow(10);
+  const [a, b, c] = uuids(3) as [string, string, string];
+  const ok = Promise.resolve();
+  w.claim([key(a)], ok);
+  await ok;
+  await Promise.resolve();
+  const failed = Promise.reject(new Error('insert failed'));
+  failed.catch(() => undefined);
+  // The committed copy of `a` comes first and is dropped: `b` and `c` are the claim's events.
+  t.same(w.claim([key(a), key(b), key(c)], failed).fresh, [key(b), key(c)]);
+  await failed.catch(() => undefined);
+  await Promise.resolve();
+  t.same(
+    [a, b, c].map((u) => w.check(key(u))),
+    ['committed', 'new', 'new'],
+  );
+});
+
 t.test('memory is bounded by two generations', (t) => {
   const w = new DedupWindow(3);
   const ids = uuids(7);
