@@ -3,20 +3,44 @@ import type { Logger } from '../core/logger.ts';
 import type { Metrics, Tally } from '../core/metrics.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { InFlight } from '../http/in-flight.ts';
-import { BodyTooLargeError, Reply, onBody, readHeaders, type Headers } from '../http/uws.ts';
+import { BodyTooLargeError, FixedAnswer, Reply, onBody, readHeaders, type Headers } from '../http/uws.ts';
 import type { CaptureService } from './capture-service.ts';
 import { MAX_WIRE_BYTES } from './limits.ts';
 
 /** The capture paths (SPEC §2); each answers with and without a trailing slash. */
 export const CAPTURE_PATHS = ['/i/v0/e', '/batch', '/e', '/capture', '/track', '/engage'] as const;
 
-const POST_HEADERS = ['content-type', 'content-encoding', 'content-length', 'origin'];
 const PREFLIGHT_HEADERS = ['origin', 'access-control-request-headers'];
 
 /** The answer of an accepted request, made once. */
 const OK_BODY = JSON.stringify({ status: 'Ok' });
 const JSON_TYPE: Headers = Object.freeze({ 'Content-Type': 'application/json' });
 const NO_HEADERS: Headers = Object.freeze({});
+/** The answer of an accepted request without CORS (server SDKs), made once. */
+const OK_ANSWER = new FixedAnswer(200, JSON_TYPE, OK_BODY);
+
+/** A capture request's headers: the four it reads, in one shape. */
+interface CaptureHeaders {
+  readonly contentType: string;
+  readonly contentEncoding: string;
+  readonly contentLength: string;
+  readonly origin: string;
+}
+
+// Header names as bytes: uWS converts a string name to UTF-8 at every call (see FixedAnswer).
+const CONTENT_TYPE = Buffer.from('content-type');
+const CONTENT_ENCODING = Buffer.from('content-encoding');
+const CONTENT_LENGTH = Buffer.from('content-length');
+const ORIGIN = Buffer.from('origin');
+
+function captureHeaders(req: HttpRequest): CaptureHeaders {
+  return {
+    contentType: req.getHeader(CONTENT_TYPE),
+    contentEncoding: req.getHeader(CONTENT_ENCODING),
+    contentLength: req.getHeader(CONTENT_LENGTH),
+    origin: req.getHeader(ORIGIN),
+  };
+}
 
 export interface CaptureRoutesDeps {
   readonly service: CaptureService;
@@ -91,12 +115,12 @@ function handlePost(
   deps: CaptureRoutesDeps,
 ): void {
   const reply = new Reply(res);
-  const h = readHeaders(req, POST_HEADERS);
+  const h = captureHeaders(req);
   const rawQuery = req.getQuery();
   const query = rawQuery ? new URLSearchParams(rawQuery) : EMPTY_QUERY;
   // A browser sends Origin with every cross-origin request, and only then reads the CORS headers; server
   // SDKs send none, and their answers go without (five headers fewer on the hot path).
-  const cors = h['origin'] ? corsHeaders(h['origin']) : NO_HEADERS;
+  const cors = h.origin ? corsHeaders(h.origin) : NO_HEADERS;
   if (!deps.inFlight.accepting) {
     reply.error(
       new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 }),
@@ -107,7 +131,7 @@ function handlePost(
   }
   deps.inFlight.begin();
   const call = new CaptureCall(reply, h, query, cors, route, batchRoute, deps);
-  const contentLength = h['content-length'] ? Number(h['content-length']) : undefined;
+  const contentLength = h.contentLength ? Number(h.contentLength) : undefined;
   // uWS wants the body handler attached before this function returns: onBody does that synchronously.
   onBody(reply, contentLength, MAX_WIRE_BYTES, (err, body, isView) => call.bodyRead(err, body, isView));
 }
@@ -123,7 +147,7 @@ class CaptureCall {
 
   constructor(
     readonly reply: Reply,
-    readonly headers: Record<string, string>,
+    readonly headers: CaptureHeaders,
     readonly query: URLSearchParams,
     readonly cors: Headers,
     readonly route: RouteMetrics,
@@ -156,8 +180,8 @@ class CaptureCall {
       published = this.deps.service.capture({
         // A view of uWS's memory lives only until this callback returns; a large gzip body is inflated later.
         body: isView ? Buffer.from(body) : body,
-        contentType: this.headers['content-type']!,
-        contentEncoding: this.headers['content-encoding']!,
+        contentType: this.headers.contentType,
+        contentEncoding: this.headers.contentEncoding,
         compression: (this.query.get('compression') ?? '').toLowerCase(),
         batchRoute: this.batchRoute,
         querySentAt: this.query.get('_') ?? undefined,
@@ -180,7 +204,8 @@ class CaptureCall {
       this.#end(204);
       return;
     }
-    this.reply.send(200, OK_BODY, this.cors === NO_HEADERS ? JSON_TYPE : { ...JSON_TYPE, ...this.cors });
+    if (this.cors === NO_HEADERS) this.reply.sendFixed(OK_ANSWER);
+    else this.reply.send(200, OK_BODY, { ...JSON_TYPE, ...this.cors });
     this.#end(200);
   }
 
