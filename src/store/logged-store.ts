@@ -151,17 +151,18 @@ export class LoggedStore implements Store, TableReader {
   }
 
   insert(table: string, rows: readonly Row[]): Promise<void> {
-    if (rows.length === 0) return Promise.resolve();
-    let data: Buffer;
-    try {
-      data = this.encode(rows);
-    } catch (err) {
-      return Promise.reject(asError(err));
-    }
-    return this.insertEncoded(table, rows.length, [data]);
+    return this.#insertRows(table, rows, undefined);
   }
 
   insertValues(table: string, columns: readonly string[], rows: readonly Values[]): Promise<void> {
+    return this.#insertRows(table, rows, columns);
+  }
+
+  #insertRows(
+    table: string,
+    rows: readonly Row[] | readonly Values[],
+    columns: readonly string[] | undefined,
+  ): Promise<void> {
     if (rows.length === 0) return Promise.resolve();
     let data: Buffer;
     try {

@@ -10,7 +10,7 @@ import t from 'tap';
 import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import { embeddedMergeThreads } from '../../src/store/clickhouse-store.ts';
-import { CommitLog } from '../../src/store/commit-log.ts';
+import { CommitLog, type LogFrame, type LogPosition } from '../../src/store/commit-log.ts';
 import {
   blockToken,
   type EmbeddedStoreConfig,
@@ -94,29 +94,44 @@ t.test('rows a crash left in the commit log are applied at the next open', async
   t.same(await count('left-behind'), { rows: 5, distinct: 5 });
 });
 
-t.test('a block applied just before a crash, but not yet marked, is not stored twice', async (t) => {
+/**
+ * Appends what `write` does to the log of the closed store, opens the store (it applies the block and marks
+ * it), then puts the mark back to "in progress", as if the process had died between the inserts and the
+ * mark, and opens it again: the block is applied a second time, under the same tokens. `check` runs after
+ * each open.
+ */
+async function applyTwice(
+  write: (log: CommitLog) => Promise<LogFrame>,
+  check: (when: string) => Promise<unknown>,
+): Promise<void> {
   await store.close();
   const statePath = join(logDir, 'state.json');
-  const before = JSON.parse(await readFile(statePath, 'utf8')) as { logId: string; applied: unknown };
+  const before = JSON.parse(await readFile(statePath, 'utf8')) as { logId: string; applied: LogPosition };
   const { log } = await CommitLog.open({ dir: logDir, fsync: true });
-  const lines = eventRows('applied-twice', 4).map((r) => `${JSON.stringify(r)}\n`);
-  const frame = await log.append('events', 4, Buffer.from(lines.join('')));
+  const last = await write(log);
   await log.close();
-  store = await openEmbeddedStore(config, deps); // applies the block and marks it
-  t.same(await count('applied-twice'), { rows: 4, distinct: 4 });
+  store = await openEmbeddedStore(config, deps);
+  await check('applied and marked');
   await store.close();
-  // Put the mark back to "in progress": as if the process died between the insert and the mark.
-  const from = before.applied as { segment: number; offset: number };
+  const from = before.applied;
   await writeFile(
     statePath,
     JSON.stringify({
       logId: before.logId,
       applied: from,
-      intent: { from, to: frame.end, token: blockToken(before.logId, from, frame.end) },
+      intent: { from, to: last.end, token: blockToken(before.logId, from, last.end) },
     }),
   );
   store = await openEmbeddedStore(config, deps);
-  t.same(await count('applied-twice'), { rows: 4, distinct: 4 }, 're-applied under the same token');
+  await check('re-applied under the same tokens');
+}
+
+t.test('a block applied just before a crash, but not yet marked, is not stored twice', async (t) => {
+  const lines = eventRows('applied-twice', 4).map((r) => `${JSON.stringify(r)}\n`);
+  await applyTwice(
+    (log) => log.append('events', 4, Buffer.from(lines.join(''))),
+    async (when) => t.same(await count('applied-twice'), { rows: 4, distinct: 4 }, when),
+  );
 });
 
 t.test('a torn write at the tail of the log is cut off and the rest applied', async (t) => {
@@ -183,28 +198,15 @@ t.test('rows given as values are stored, beside rows given as objects in the sam
 });
 
 t.test('a block of values and objects re-applied after a crash is stored once', async (t) => {
-  await store.close();
-  const statePath = join(logDir, 'state.json');
-  const before = JSON.parse(await readFile(statePath, 'utf8')) as { logId: string; applied: unknown };
-  const { log } = await CommitLog.open({ dir: logDir, fsync: true });
   const { columns, values } = asValues(eventRows('mixed-twice', 4));
-  await log.append('events', 4, Buffer.from(JSON.stringify(values)), columns);
-  const frame = await log.append('events', 2, Buffer.from(JSON.stringify(eventRows('mixed-twice', 2, 4))));
-  await log.close();
-  store = await openEmbeddedStore(config, deps); // applies the block (values and objects) and marks it
-  t.same(await count('mixed-twice'), { rows: 6, distinct: 6 });
-  await store.close();
-  const from = before.applied as { segment: number; offset: number };
-  await writeFile(
-    statePath,
-    JSON.stringify({
-      logId: before.logId,
-      applied: from,
-      intent: { from, to: frame.end, token: blockToken(before.logId, from, frame.end) },
-    }),
+  const objects = eventRows('mixed-twice', 2, 4);
+  await applyTwice(
+    async (log) => {
+      await log.append('events', 4, Buffer.from(JSON.stringify(values)), columns);
+      return log.append('events', 2, Buffer.from(JSON.stringify(objects)));
+    },
+    async (when) => t.same(await count('mixed-twice'), { rows: 6, distinct: 6 }, when),
   );
-  store = await openEmbeddedStore(config, deps);
-  t.same(await count('mixed-twice'), { rows: 6, distinct: 6 }, 're-applied under the same tokens');
 });
 
 t.test('a row of values the engine refuses is set aside as an object; the rest is stored', async (t) => {
