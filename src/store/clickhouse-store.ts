@@ -178,13 +178,10 @@ export class ClickHouseStore implements Store, TableReader {
   }
 
   /**
-   * Inserts JSONEachRow bytes, given in parts that follow one another, as one block. `token` makes a repeated
-   * insert of the same block a no-op (tables carry `non_replicated_deduplication_window`).
-   */
-  /**
-   * Inserts JSON rows already written as bytes, under a deduplication token: objects (JSONEachRow, one
-   * array or one a line), or with `columns`, arrays of their values (JSONCompactEachRow, separated by commas
-   * or newlines).
+   * Inserts rows already written as JSON bytes, given in parts that follow one another, as one block: objects
+   * (JSONEachRow, one array or one a line), or with `columns`, arrays of their values in that order
+   * (JSONCompactEachRow, separated by commas or newlines). `token` makes a repeated insert of the same block
+   * a no-op (tables carry `non_replicated_deduplication_window`).
    */
   async insertRaw(
     table: string,
