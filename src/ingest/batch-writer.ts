@@ -229,18 +229,13 @@ export class BatchWriter {
           taken.map((w) => w.encoded!),
           columns,
         );
-      } else if (columns) {
-        // (Rows come with columns exactly when they are values.)
-        inserted = store.insertValues(
-          table,
-          columns,
-          taken.flatMap((w) => w.rows as readonly Values[]),
-        );
       } else {
-        inserted = store.insert(
-          table,
-          taken.flatMap((w) => w.rows as readonly Row[]),
-        );
+        const rows: readonly (Row | Values)[] =
+          taken.length === 1 ? taken[0]!.rows : taken.flatMap((w) => w.rows as readonly (Row | Values)[]);
+        // (Rows come with columns exactly when they are values.)
+        inserted = columns
+          ? store.insertValues(table, columns, rows as readonly Values[])
+          : store.insert(table, rows as readonly Row[]);
       }
     } catch (err) {
       inserted = Promise.reject(asError(err));

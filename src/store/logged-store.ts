@@ -413,7 +413,7 @@ export class LoggedStore implements Store, TableReader {
       // under the same tokens.
       await this.#insertChecked(
         { table, columns },
-        columns ? valueRowsParts(parts) : jsonArrayParts(parts),
+        columns ? jsonMemberParts(parts) : jsonArrayParts(parts),
         columns ? `${token}:${key}` : `${token}:${table}`,
       );
     }
@@ -520,14 +520,21 @@ export function jsonArrayOf(frames: readonly Buffer[]): Buffer {
  * hands a block of a few MB to the engine this way (a copy of it on the main thread took milliseconds).
  */
 export function jsonArrayParts(frames: readonly Buffer[]): Buffer[] {
-  const parts: Buffer[] = [OPEN];
+  return [OPEN, ...jsonMemberParts(frames), CLOSE];
+}
+
+/**
+ * `jsonArrayParts` without the enclosing brackets: the rows of the frames, one after another, separated by
+ * commas. JSONCompactEachRow, which rows given as values go to, reads rows so and reads no enclosing array.
+ */
+function jsonMemberParts(frames: readonly Buffer[]): Buffer[] {
+  const parts: Buffer[] = [];
   for (const f of frames) {
     const members = f[0] === OPEN_BRACKET ? f.subarray(1, f.length - 1) : linesAsMembers(f);
     if (members.length === 0) continue;
-    if (parts.length > 1) parts.push(COMMA);
+    if (parts.length > 0) parts.push(COMMA);
     parts.push(members);
   }
-  parts.push(CLOSE);
   return parts;
 }
 
@@ -544,21 +551,6 @@ function linesAsMembers(lines: Buffer): Buffer {
   const out = Buffer.from(lines.subarray(0, end));
   for (let i = out.indexOf(0x0a); i !== -1; i = out.indexOf(0x0a, i + 1)) out[i] = 0x2c;
   return out;
-}
-
-/**
- * Rows of values as JSONCompactEachRow takes them: the members of each frame's array, one frame after
- * another, separated by commas (the format reads rows separated by commas; it reads no enclosing array).
- */
-function valueRowsParts(frames: readonly Buffer[]): Buffer[] {
-  const parts: Buffer[] = [];
-  for (const f of frames) {
-    const members = f.subarray(1, f.length - 1);
-    if (members.length === 0) continue;
-    if (parts.length > 0) parts.push(COMMA);
-    parts.push(members);
-  }
-  return parts;
 }
 
 /** What one insert of the applier goes to: a table, with the column list of rows given as values. */
