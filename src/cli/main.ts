@@ -12,7 +12,7 @@ commands:
                             /_health, /_ready and /metrics on --port (default 8001)
   sql [--data-dir DIR] SQL  run ClickHouse SQL on a stopped Weir's data directory; prints JSON lines
 
-options of start, capture and ingest (each also read from its WEIR_* environment variable; see README):
+options of start, capture and ingest (each also read from its WEIR_* environment variable; see docs/configuration.md):
   --host HOST  --port PORT  --data-dir DIR  --log-level LEVEL  --nats-url URL  --bus-ack-wait-ms MS
 `;
 

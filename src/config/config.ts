@@ -243,7 +243,7 @@ export const CONFIG_FLAGS: readonly string[] = Object.values(OPTIONS)
   .map((o: OptionSpec<keyof Config>) => o.flag)
   .filter((f): f is string => f !== undefined);
 
-/** Every environment variable Weir reads, with its default: the source of the README's table. */
+/** Every environment variable Weir reads, with its default: the source of the table in docs/configuration.md. */
 export function describeOptions(): { env: string; flag: string | undefined; default: unknown }[] {
   return Object.values(OPTIONS).map((o: OptionSpec<keyof Config>) => ({
     env: o.env,
