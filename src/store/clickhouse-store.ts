@@ -161,7 +161,12 @@ export class ClickHouseStore implements Store, TableReader {
       // chdb ships its own copy of clickhouse-js's Connection types; the shapes are the same.
       const client = createClient({ connection: connection as unknown as ChConnection });
       const { chdb } = connection as unknown as { chdb: { queryAsync: ChdbQuery } };
-      const gate = new ChdbGate({ onWaiting: options.onEngineWaiting });
+      const gate = new ChdbGate({
+        onWaiting: options.onEngineWaiting,
+        // Any statement that succeeds takes what a failed one left on the connection (see ChdbGate); this
+        // one adds nothing of its own.
+        clear: () => chdb.queryAsync('SELECT 1 FORMAT Null', { format: 'CSV' }),
+      });
       const fileInserts = new FileInserts(join(location.path, 'weir-inserts'), (sql, options) =>
         gate.run('store', () => chdb.queryAsync(sql, options)),
       );

@@ -69,10 +69,12 @@ const INTERVAL_UNITS = words(
   'Nanosecond Microsecond Millisecond Second Minute Hour Day Week Month Quarter Year',
 );
 
+// `least` / `greatest` keep their arguments' type (min2 / max2 answer Float64): insights bound dates with them.
 const SCALAR_NAMES = words(`
   plus minus multiply divide divideOrNull intDiv intDivOrZero intDivOrNull modulo moduloOrZero moduloOrNull
   mod modOrNull positiveModulo positive_modulo pmod pmodOrNull negate abs gcd lcm max2 min2 multiplyDecimal
   divideDecimal byteSwap isFinite isInfinite isNaN ifNotFinite
+  least greatest
   equals notEquals less greater lessOrEquals greaterOrEquals and or not xor if multiIf
   in notIn nullIn notNullIn like notLike ilike notILike match REGEXP_MATCHES exists
   e pi exp exp2 exp10 log ln log2 log10 log1p sqrt cbrt erf erfc lgamma tgamma sin cos tan asin acos atan
