@@ -49,26 +49,41 @@ interface Waiting {
  * where they hold no thread, and it lets the store's own work go before readers, so a query that is waiting
  * holds up ingest for no longer than the one statement that is running. Readers keep their arrival order
  * among themselves, and so does the store's work.
+ *
+ * A call that fails is followed by `clear` in its own turn, before the next call starts. chDB 3.4 answers a
+ * statement that fails part-way with its error but leaves what it had written (a header of names and types,
+ * rows) in the connection's output buffer, and the next statement that succeeds gets that buffer whole, its
+ * own answer after the leftover: a query read another's column names and types as rows, and ingest's
+ * lookups would have read them as rows too. With a limit above one, calls share the connection and `clear`
+ * cannot keep them apart: the store runs with one.
  */
 export class ChdbGate {
   readonly #limit: number;
   readonly #onWaiting: ((waiting: number) => void) | undefined;
   readonly #now: () => number;
+  readonly #clear: (() => Promise<unknown>) | undefined;
+  /** The last `clear` failed: what a failed call left may still be there, so the next call clears first. */
+  #unclean = false;
   #running = 0;
   readonly #store: Waiting[] = [];
   readonly #readers: Waiting[] = [];
 
-  /** `onWaiting` hears how many calls wait, whenever that changes (for a metric); `now` is the clock, in ms. */
+  /**
+   * `onWaiting` hears how many calls wait, whenever that changes (for a metric); `now` is the clock, in ms;
+   * `clear` is a call that succeeds and so takes what a failed call left on the connection.
+   */
   constructor(
     options: {
       readonly limit?: number;
       readonly onWaiting?: (waiting: number) => void;
       readonly now?: () => number;
+      readonly clear?: () => Promise<unknown>;
     } = {},
   ) {
     this.#limit = Math.max(1, options.limit ?? 1);
     this.#onWaiting = options.onWaiting;
     this.#now = options.now ?? (() => performance.now());
+    this.#clear = options.clear;
   }
 
   /** Calls waiting for their turn. */
@@ -100,13 +115,28 @@ export class ChdbGate {
   }
 
   #execute<T>(work: () => Promise<T>): Promise<T> {
-    let started: Promise<T>;
+    return this.#turn(work).finally(() => this.#release());
+  }
+
+  /**
+   * One turn: `work`, cleared after if it fails. The caller of a failed call hears its own error, not the
+   * clear's. A call whose turn comes while a clear is still owed clears first, and fails with the clear's
+   * error if it fails again: its answer would begin with another call's bytes.
+   */
+  async #turn<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#unclean) await this.#clearNow();
     try {
-      started = work();
+      return await work();
     } catch (err) {
-      started = Promise.reject(asError(err));
+      if (this.#clear) await this.#clearNow().catch(() => undefined);
+      throw asError(err);
     }
-    return started.finally(() => this.#release());
+  }
+
+  async #clearNow(): Promise<void> {
+    this.#unclean = true;
+    await this.#clear?.();
+    this.#unclean = false;
   }
 
   /**

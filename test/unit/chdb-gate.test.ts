@@ -104,3 +104,48 @@ t.test('a call that waited past its limit is given up unrun when its turn comes'
   t.equal(waiting.at(-1), 0, 'the count is told when the only waiting call is given up');
   t.equal(await gate.run('reader', () => Promise.resolve('free')), 'free');
 });
+
+t.test('a failed call is cleared after, in its own turn, before the next call starts', async (t) => {
+  const log: string[] = [];
+  /** A call that logs its name and settles as told. */
+  const call =
+    (name: string, fails = false) =>
+    () => {
+      log.push(name);
+      return fails ? Promise.reject(new Error(`${name} failed mid-answer`)) : Promise.resolve(name);
+    };
+  const gate = new ChdbGate({ clear: call('clear') });
+  const failing = gate.run('reader', call('failing', true));
+  const next = gate.run('store', call('next'));
+  await t.rejects(failing, /^failing failed mid-answer$/, 'the caller hears its own error');
+  t.equal(await next, 'next');
+  t.equal(await gate.run('reader', call('fine')), 'fine');
+  t.same(log, ['failing', 'clear', 'next', 'fine'], 'nothing is cleared after a call that succeeds');
+});
+
+t.test('a clear that fails is owed: the next call clears first, and fails if it cannot', async (t) => {
+  const log: string[] = [];
+  const clearing = ['refused', 'refused again', 'ok'];
+  const gate = new ChdbGate({
+    clear: () => {
+      const outcome = clearing.shift();
+      log.push(`clear ${outcome}`);
+      return outcome === 'ok' ? Promise.resolve() : Promise.reject(new Error(`clear ${outcome}`));
+    },
+  });
+  const call = (name: string) => () => {
+    log.push(name);
+    return Promise.resolve(name);
+  };
+  await t.rejects(
+    gate.run('reader', () => Promise.reject(new Error('failed'))),
+    /^failed$/,
+    'the failed call still answers with its own error',
+  );
+  // Its answer would begin with what the failed call left: it is not run.
+  await t.rejects(gate.run('reader', call('refused')), /clear refused again/);
+  t.equal(await gate.run('reader', call('after')), 'after');
+  t.equal(await gate.run('reader', call('clean')), 'clean');
+  t.same(log, ['clear refused', 'clear refused again', 'clear ok', 'after', 'clean']);
+  t.equal(gate.waiting, 0);
+});
