@@ -240,7 +240,7 @@ export class ClickHouseStore implements Store, TableReader {
 
   async query<T = Row>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
     const rs = await this.#call('store', () =>
-      this.#client.query({ query: sql, query_params: params, format: 'JSONEachRow' }),
+      this.#client.query({ query: sql, query_params: exactIntegers(params), format: 'JSONEachRow' }),
     );
     return rs.json<T>();
   }
@@ -263,7 +263,7 @@ export class ClickHouseStore implements Store, TableReader {
         () =>
           this.#client.query({
             query: sql,
-            query_params: params,
+            query_params: exactIntegers(params),
             format: 'JSONCompactEachRowWithNamesAndTypes',
           }),
         options.maxWaitMs,
@@ -287,6 +287,26 @@ export class ClickHouseStore implements Store, TableReader {
       this.#engine?.close();
     }
   }
+}
+
+/**
+ * Parameters with each whole number beyond ±2^53 (a variable's 1e20) as a bigint of the same value. chDB's
+ * client refuses such a number (it cannot tell one that lost digits on the way), though the engine reads it
+ * well: as a bigint it is written digit for digit, the exact value of the double, by either client.
+ */
+function exactIntegers(params: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(params)) {
+    const exact = exactInteger(v);
+    if (exact !== v) (out ??= { ...params })[k] = exact;
+  }
+  return out ?? params;
+}
+
+function exactInteger(value: unknown): unknown {
+  if (typeof value === 'number')
+    return Number.isSafeInteger(value) || !Number.isInteger(value) ? value : BigInt(value);
+  return Array.isArray(value) && value.some((v) => exactInteger(v) !== v) ? value.map(exactInteger) : value;
 }
 
 /** The engine's error as a StoreQueryError; anything else (a broken connection, a bug) as it is. */

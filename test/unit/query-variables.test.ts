@@ -67,6 +67,19 @@ t.test('a type from the declared type', (t) => {
   t.end();
 });
 
+t.test("a number past what a double holds (JSON 1e400 is Infinity) is the caller's error", (t) => {
+  const finite = /^invalid_variable: Variable 'v': .*must be finite, within ±1\.8e308/;
+  for (const n of [Infinity, -Infinity, NaN]) {
+    t.match(bound(n), finite, `${n}`);
+    t.match(bound([1, n]), finite, `${n} in a list`);
+    t.match(bound([null, n], 'list'), finite, `${n} in a declared list`);
+    t.match(bound(n, 'number'), Number.isNaN(n) ? /must be a number/ : finite, `${n} declared a number`);
+  }
+  t.match(bound('1e400', 'number'), finite, 'a number from a query string');
+  t.same(bound(Number.MAX_VALUE), { type: 'Float64', value: Number.MAX_VALUE }, 'the largest double binds');
+  t.end();
+});
+
 t.test('missing and unknown variables; parameter names', (t) => {
   t.throws(() => bindVariables(['a', 'b'], { b: 1 }), {
     code: 'missing_variable',

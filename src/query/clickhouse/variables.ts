@@ -81,6 +81,17 @@ function numberType(n: number): string {
   return Number.isInteger(n) && Math.abs(n) < 2 ** 63 ? 'Int64' : 'Float64';
 }
 
+/**
+ * A number past what a double holds (JSON's 1e400, read as Infinity) is refused here, as the caller's error:
+ * chDB's client refuses to write it (the query API answered 500), and an infinity is not what a caller who
+ * wrote a number meant.
+ */
+function finite(name: string, n: number, where = 'a number'): number {
+  if (!Number.isFinite(n))
+    throw invalid(name, `${where} must be finite, within ±1.8e308 (what a double holds)`);
+  return n;
+}
+
 /** The type a JSON value implies: string, integer, float, boolean, null, or a list of one of them. */
 function byValue(name: string, value: unknown): { type: string; value: ParamValue } {
   if (Array.isArray(value)) {
@@ -91,7 +102,7 @@ function byValue(name: string, value: unknown): { type: string; value: ParamValu
       if (item === null) nullable = true;
       else if (typeof item === 'string') kinds.add('String');
       else if (typeof item === 'boolean') kinds.add('Bool');
-      else if (typeof item === 'number') kinds.add(numberType(item));
+      else if (typeof item === 'number') kinds.add(numberType(finite(name, item, 'every number of a list')));
       else throw invalid(name, 'a list may hold only strings, numbers, booleans and nulls');
     }
     if (kinds.has('Int64') && kinds.has('Float64')) kinds.delete('Int64');
@@ -107,7 +118,7 @@ function byValue(name: string, value: unknown): { type: string; value: ParamValu
     case 'boolean':
       return { type: 'Bool', value };
     case 'number':
-      return { type: numberType(value), value };
+      return { type: numberType(finite(name, value)), value };
     default:
       throw invalid(name, 'a value is a string, a number, a boolean, null, or a list of them');
   }
@@ -127,7 +138,8 @@ function byDeclaredType(
       return { type: 'String', value };
     case 'number': {
       const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-      if (typeof n !== 'number' || !Number.isFinite(n)) throw invalid(name, 'must be a number');
+      if (typeof n !== 'number' || Number.isNaN(n)) throw invalid(name, 'must be a number');
+      finite(name, n);
       return { type: numberType(n), value: n };
     }
     case 'boolean':
