@@ -22,7 +22,7 @@ import { OtherLoadProbe, QuietGate } from '../capture/machine-load.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
 import { generate } from '../query/dataset.ts';
 import { markdownReport, type RunRow, type Report } from './report.ts';
-import { NOW, writePersonDistinctIds, type Scenario } from './scenario.ts';
+import { NOW, normalise, writePersonDistinctIds, type Scenario } from './scenario.ts';
 import { SCENARIOS } from './scenarios.ts';
 
 const args = process.argv.slice(2);
@@ -154,21 +154,6 @@ async function measure(s: Scenario): Promise<Measured> {
     printedSql: printed.clickhouse,
     handSql: s.hand.trim(),
   };
-}
-
-/**
- * Rows as sorted lines of text: numbers (64-bit integers arrive quoted from the printed SQL's settings, and
- * averages may differ in their last bits by summation order) to 12 significant digits.
- */
-export function normalise(rows: readonly unknown[][]): string[] {
-  const text = (v: unknown): unknown => {
-    if (typeof v === 'number') return Number(v.toPrecision(12));
-    if (typeof v === 'string' && /^-?\d+(\.\d+)?(e[-+]?\d+)?$/.test(v))
-      return Number(Number(v).toPrecision(12));
-    if (Array.isArray(v)) return v.map(text);
-    return v;
-  };
-  return rows.map((row) => JSON.stringify(row.map(text))).sort();
 }
 
 function median(values: readonly number[]): number {

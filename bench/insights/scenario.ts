@@ -59,3 +59,18 @@ export async function writePersonDistinctIds(store: ClickHouseStore): Promise<vo
     FROM numbers(${PERSONS}) ARRAY JOIN [1, 2] AS project
     WHERE number % 50 = 1`);
 }
+
+/**
+ * Rows as sorted lines of text: numbers (64-bit integers arrive quoted from the printed SQL's settings, and
+ * averages may differ in their last bits by summation order) to 12 significant digits.
+ */
+export function normalise(rows: readonly unknown[][]): string[] {
+  const text = (v: unknown): unknown => {
+    if (typeof v === 'number') return Number(v.toPrecision(12));
+    if (typeof v === 'string' && /^-?\d+(\.\d+)?(e[-+]?\d+)?$/.test(v))
+      return Number(Number(v).toPrecision(12));
+    if (Array.isArray(v)) return v.map(text);
+    return v;
+  };
+  return rows.map((row) => JSON.stringify(row.map(text))).sort();
+}
