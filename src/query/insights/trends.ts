@@ -154,15 +154,18 @@ export const trends: InsightKindSpec<CheckedTrends> = {
   read: readTrends,
   range(q, overrides, now) {
     const range = q.base.dateRange;
-    return resolveRange(
-      {
-        dateFrom: overrides.dateFrom ?? range.dateFrom,
-        dateTo: overrides.dateTo ?? range.dateTo,
-        explicitDate: range.explicitDate,
-      },
-      // A total-value display is a day-interval range (PostHog's rule): the range's ends are whole days.
-      { interval: q.totalValue ? 'day' : q.interval, now },
-    );
+    const written = {
+      dateFrom: overrides.dateFrom ?? range.dateFrom,
+      dateTo: overrides.dateTo ?? range.dateTo,
+      explicitDate: range.explicitDate,
+    };
+    if (!q.totalValue) return resolveRange(written, { interval: q.interval, now });
+    // A total value has no intervals to keep whole: it ends with its day (PostHog's day interval), and
+    // starts at the start of its hour, so `-6h` is the last six hours, not the whole of yesterday too.
+    return {
+      from: resolveRange(written, { interval: 'hour', now }).from,
+      to: resolveRange(written, { interval: 'day', now }).to,
+    };
   },
   compile: compileTrends,
 };
