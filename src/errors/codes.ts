@@ -111,6 +111,10 @@ export const ERROR_CODES = {
     type: 'validation_error',
     detail: "refresh 'direct' is only for a materialized endpoint version.",
   },
+  date_variables_unavailable: {
+    type: 'validation_error',
+    detail: "A materialized insight endpoint does not take 'date_from' / 'date_to'.",
+  },
   // Every route
   not_found: { type: 'not_found', detail: 'Nothing is here.' },
   method_not_allowed: { type: 'method_not_allowed', detail: 'This method is not allowed on this route.' },

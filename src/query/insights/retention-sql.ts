@@ -33,7 +33,7 @@ function constants(p: RetentionParts): SelectQuery {
 function flags(p: RetentionParts): Expr {
   if (!p.q.cumulative) return sql.expr`arrayMap(k -> k = 0 OR has(returns, c + k), range(periods))`;
   const last = sql.expr`toInt64(arrayLastIndex(j -> j > 0 AND has(returns, c + j), range(periods))) - 1`;
-  return sql.expr`arrayMap(k -> k <= ${last}, range(periods))`;
+  return sql.expr`arrayMap(k -> k = 0 OR k <= ${last}, range(periods))`;
 }
 
 /** How many periods cohort `c` has: those begun by the range's end, at most totalIntervals. */
