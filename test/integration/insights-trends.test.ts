@@ -97,7 +97,11 @@ t.test('series labels: custom_name, else the event, else "All events"', async (t
     store,
     {
       kind: 'TrendsQuery',
-      series: [{ ...pageview, custom_name: 'Views' }, pageleave, { kind: 'EventsNode', event: null }],
+      series: [
+        { ...pageview, custom_name: 'Views' },
+        { ...pageleave, custom_name: '' },
+        { kind: 'EventsNode', event: null },
+      ],
       dateRange: RANGE,
     },
     { now: NOW },

@@ -20,7 +20,8 @@ import { finalValue, isActive } from './trends-math.ts';
 /** The label of a series: its custom name, else its event, else `All events` (PostHog's). */
 export function seriesLabel(q: CheckedTrends, index: number): string {
   const node = q.series[index]!;
-  return node.customName ?? node.event ?? 'All events';
+  // An empty custom name is no name (PostHog's clients send "" after clearing the field).
+  return node.customName || (node.event ?? 'All events');
 }
 
 /** Which series are answered by which read of the events. */
