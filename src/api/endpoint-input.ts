@@ -6,6 +6,7 @@ import {
   SYNC_FREQUENCIES,
   VARIABLE_TYPES,
   type EndpointQuery,
+  type InsightEndpointQuery,
   type SyncFrequency,
   type VariableDeclaration,
 } from '../core/ports.ts';
@@ -98,15 +99,13 @@ function readQuery(value: unknown): EndpointQuery {
   const q = value as JsonObject;
   const kind = q['kind'];
   if (typeof kind === 'string' && INSIGHT_KINDS.includes(kind)) {
-    throw invalid(
-      'query.kind',
-      `Insight-based endpoints (${INSIGHT_KINDS.join(', ')}) are not available yet; use {"kind": "HogQLQuery", "query": "SELECT …"}.`,
-    );
+    // Kept as given (a copy); the query layer reads and checks every field of it.
+    return structuredClone(q) as InsightEndpointQuery;
   }
   if (kind !== 'HogQLQuery') {
     throw invalid(
       'query.kind',
-      `An endpoint's query is {"kind": "HogQLQuery", …}; 'kind' is ${JSON.stringify(kind ?? null).slice(0, 64)}.`,
+      `An endpoint's query is {"kind": "HogQLQuery", …} or an insight ({"kind": "${INSIGHT_KINDS.join('" | "')}", …}); 'kind' is ${JSON.stringify(kind ?? null).slice(0, 64)}.`,
     );
   }
   for (const field of Object.keys(q)) {

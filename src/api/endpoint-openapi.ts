@@ -13,6 +13,7 @@
  */
 import type { Endpoint, EndpointVersion, VariableType } from '../core/ports.ts';
 import { compileVersion } from '../query/endpoints/definition.ts';
+import { magicVariables } from '../query/insights/insight.ts';
 import { REFRESH_MODES } from '../query/endpoints/endpoint-runner.ts';
 import { runPath } from './endpoint-json.ts';
 
@@ -29,7 +30,8 @@ export interface OpenApiOptions {
 
 export function endpointOpenApi(endpoint: Endpoint, options: OpenApiOptions): Record<string, unknown> {
   const version = options.pinned ?? endpoint.versions[endpoint.versions.length - 1]!;
-  const placeholders = compileVersion(version).resolved.variables;
+  const variables = variablesOf(version);
+  const requiredVariables = variables.filter((v) => v.required).map((v) => v.name);
   const what = `Runs the Weir endpoint '${endpoint.name}' of project ${endpoint.projectId}, version ${version.version}${
     options.pinned ? '' : ' (the newest when this was generated; a run without `version` runs the newest)'
   }.`;
@@ -49,7 +51,7 @@ export function endpointOpenApi(endpoint: Endpoint, options: OpenApiOptions): Re
           description: what,
           security: [{ PersonalAPIKey: [] }],
           requestBody: {
-            required: placeholders.length > 0 || options.pinned !== undefined,
+            required: requiredVariables.length > 0 || options.pinned !== undefined,
             content: {
               'application/json': { schema: { $ref: '#/components/schemas/EndpointRunRequest' } },
             },
@@ -67,26 +69,78 @@ export function endpointOpenApi(endpoint: Endpoint, options: OpenApiOptions): Re
     components: {
       securitySchemes: { PersonalAPIKey: { type: 'http', scheme: 'bearer' } },
       schemas: {
-        EndpointRunRequest: requestSchema(version, placeholders, options),
+        EndpointRunRequest: requestSchema(version, variables, options),
         Error: ERROR_SCHEMA,
       },
     },
   };
 }
 
+/** A variable a run takes, as the request schema describes it. */
+interface RunVariable {
+  readonly name: string;
+  readonly schema: Schema;
+  readonly required: boolean;
+}
+
+/**
+ * A SQL version's variables are its placeholders, all required, typed by their declarations; an insight's
+ * are its magic variables (SPEC §4), none required: the breakdown property and, unless the version is
+ * materialized, `date_from` / `date_to`.
+ */
+function variablesOf(version: EndpointVersion): RunVariable[] {
+  const compiled = compileVersion(version);
+  if (compiled.kind === 'sql') {
+    return compiled.resolved.variables.map((name) => {
+      const declared = Object.hasOwn(version.variables, name) ? version.variables[name]!.type : undefined;
+      return { name, schema: declared ? schemaOf(declared) : UNDECLARED, required: true };
+    });
+  }
+  const magic = magicVariables(compiled.insight, version.isMaterialized);
+  const out: RunVariable[] = [];
+  if (magic.breakdown !== null) {
+    out.push({
+      name: magic.breakdown,
+      schema: {
+        type: 'string',
+        nullable: true,
+        description: `Only the rows of this value of the breakdown property '${magic.breakdown}' ("" or null: the rows without one). All values when absent.`,
+      },
+      required: false,
+    });
+  }
+  if (magic.dates) {
+    for (const [name, what] of [
+      ['date_from', 'first'],
+      ['date_to', 'last'],
+    ] as const) {
+      out.push({
+        name,
+        schema: {
+          type: 'string',
+          format: 'date',
+          example: '2026-01-31',
+          description: `The ${what} day of the range, replacing the insight's own ${name} (UTC).`,
+        },
+        required: false,
+      });
+    }
+  }
+  return out;
+}
+
 function requestSchema(
   version: EndpointVersion,
-  placeholders: readonly string[],
+  variables: readonly RunVariable[],
   options: OpenApiOptions,
 ): Schema {
   const properties: Record<string, Schema> = {};
-  for (const name of placeholders) {
-    const declared = Object.hasOwn(version.variables, name) ? version.variables[name]!.type : undefined;
-    properties[name] = declared ? schemaOf(declared) : UNDECLARED;
-  }
+  for (const v of variables) properties[v.name] = v.schema;
+  const requiredVariables = variables.filter((v) => v.required).map((v) => v.name);
   const required: string[] = [];
-  if (placeholders.length > 0) required.push('variables');
+  if (requiredVariables.length > 0) required.push('variables');
   if (options.pinned) required.push('version');
+  const insight = version.query.kind !== 'HogQLQuery';
   return {
     type: 'object',
     additionalProperties: false,
@@ -94,11 +148,13 @@ function requestSchema(
       variables: {
         type: 'object',
         description:
-          placeholders.length > 0
-            ? "Values of the query's variables by name. Every variable of the query is required."
-            : 'This query has no variables.',
+          variables.length === 0
+            ? 'This query has no variables.'
+            : insight
+              ? 'The magic variables of this insight endpoint, by name; none is required.'
+              : "Values of the query's variables by name. Every variable of the query is required.",
         properties,
-        ...(placeholders.length > 0 ? { required: [...placeholders] } : {}),
+        ...(requiredVariables.length > 0 ? { required: requiredVariables } : {}),
         additionalProperties: false,
       },
       refresh: {
@@ -115,13 +171,18 @@ function requestSchema(
       version: options.pinned
         ? { type: 'integer', enum: [options.pinned.version], description: 'The version this client runs.' }
         : { type: 'integer', minimum: 1, description: 'The version to run; the newest when absent.' },
-      limit: {
-        type: 'integer',
-        minimum: 0,
-        maximum: options.maxLimit,
-        description: "Rows of the page; the query's own LIMIT stays the ceiling.",
-      },
-      offset: { type: 'integer', minimum: 0, description: 'Rows skipped before the page.' },
+      // An insight answers its whole table: no pages.
+      ...(insight
+        ? {}
+        : {
+            limit: {
+              type: 'integer',
+              minimum: 0,
+              maximum: options.maxLimit,
+              description: "Rows of the page; the query's own LIMIT stays the ceiling.",
+            },
+            offset: { type: 'integer', minimum: 0, description: 'Rows skipped before the page.' },
+          }),
     },
     ...(required.length > 0 ? { required } : {}),
   };

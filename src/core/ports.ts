@@ -196,7 +196,15 @@ export interface HogQLEndpointQuery {
   /** The SQL text, in the dialect of DESIGN.md. */
   readonly query: string;
 }
-export type EndpointQuery = HogQLEndpointQuery;
+/**
+ * An insight-based query (SPEC §4): PostHog's TrendsQuery, FunnelsQuery or RetentionQuery object, kept as
+ * it was given (checked by the query layer when the version is made).
+ */
+export interface InsightEndpointQuery {
+  readonly kind: 'TrendsQuery' | 'FunnelsQuery' | 'RetentionQuery';
+  readonly [field: string]: unknown;
+}
+export type EndpointQuery = HogQLEndpointQuery | InsightEndpointQuery;
 
 /** One version of an endpoint. What it runs and accepts (query, variables) never changes once made. */
 export interface EndpointVersion {

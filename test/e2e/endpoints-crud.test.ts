@@ -445,6 +445,13 @@ t.test('body fields: required, typed, unknown ones refused', async (t) => {
     t,
     await endpointsApi(w, 'POST', '', { name: 'x', query: { kind: 'TrendsQuery', series: [] } }),
     400,
+    'invalid_query',
+    'query.series',
+  );
+  refused(
+    t,
+    await endpointsApi(w, 'POST', '', { name: 'x', query: { kind: 'PathsQuery' } }),
+    400,
     'invalid_input',
     'query.kind',
     'an insight',

@@ -120,6 +120,38 @@ t.test('the query API on the ingest process answers over what captures sent', as
   t.same(rows, [[50]]);
 });
 
+t.test('an insight endpoint on the ingest process runs over what captures sent', async (t) => {
+  const api = (path: string, body: unknown): Promise<Response> =>
+    fetch(`${ingest.url}/api/projects/1/endpoints/${path}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${PERSONAL_API_KEY}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  const created = await api('', {
+    name: 'sdk-trend',
+    query: {
+      kind: 'TrendsQuery',
+      series: [{ kind: 'EventsNode', event: 'sdk via roles', math: 'dau' }],
+      dateRange: { date_from: '-1d' },
+      trendsFilter: { display: 'BoldNumber' },
+    },
+  });
+  t.equal(created.status, 201, await created.clone().text());
+  // The five SDK users, through capture A, JetStream and ingest: one total-value row.
+  const body = await waitFor(
+    async () => {
+      const res = await api('sdk-trend/run', { refresh: 'force' });
+      t.equal(res.status, 200);
+      const b = (await res.json()) as { columns: string[]; results: unknown[][] };
+      return b.results[0]?.[2] === 5 ? b : undefined;
+    },
+    30_000,
+    'the five SDK users in the trend',
+  );
+  t.same(body.columns, ['series_index', 'series', 'value']);
+  t.same(body.results, [[0, 'sdk via roles', 5]]);
+});
+
 t.test('two capture processes feed one ingest', async (t) => {
   const load = await runLoad({
     urls: [a.url, b.url],

@@ -1,31 +1,56 @@
 /**
- * What an endpoint version is checked against when it is made: its query parses and resolves (the same
- * compile step a run takes, so a version that was accepted compiles at run time), and its declared variables
- * are exactly placeholders of the query. Placeholders come from the resolved tree, never from the text: a
- * `{variables.x}` inside a string literal or a comment is not one.
+ * What an endpoint version is checked against when it is made, and what a run compiles it to.
+ *
+ * A SQL version: its query parses and resolves (the same compile step a run takes, so a version that was
+ * accepted compiles at run time), and its declared variables are exactly placeholders of the query.
+ * Placeholders come from the resolved tree, never from the text: a `{variables.x}` inside a string literal
+ * or a comment is not one.
+ *
+ * An insight version (TrendsQuery, FunnelsQuery, RetentionQuery): its query object is read and checked
+ * field by field, and compiled once for a run now, so a query that cannot run is refused when it is made.
+ * It takes no declared variables: its variables are the magic ones of SPEC §4.
  */
 import type { EndpointQuery, EndpointVersion, VariableDeclaration, VariableType } from '../../core/ports.ts';
 import { AppError } from '../../errors/app-error.ts';
 import type { Query } from '../dialect/mod.ts';
 import { compileQuery } from '../hogql-query.ts';
+import { prepareInsightRun, readInsight, type CheckedInsightQuery } from '../insights/insight.ts';
 import type { ResolvedQuery } from '../resolver/resolver.ts';
 import { analyseMaterialization, type MaterializationAnalysis } from '../materialize/analysis.ts';
 
 export interface CheckedDefinition {
-  /** The query's variables, in order of first use. */
+  /** The query's variables, in order of first use (none for an insight: its variables are magic). */
   readonly placeholders: readonly string[];
   readonly materialization: MaterializationAnalysis;
 }
 
+/** Why an insight version cannot be materialized yet. */
+const INSIGHT_MATERIALIZATION: MaterializationAnalysis = {
+  canMaterialize: false,
+  reason: 'Materialization of insight endpoints is not available in this version of Weir yet.',
+};
+
 /**
- * Checks a query and the variable declarations given with it. 400 `invalid_query` (the parser's or the
- * resolver's message) or `invalid_variables` (a declaration without a placeholder).
+ * Checks a query and the variable declarations given with it. 400 `invalid_query` (the parser's, the
+ * resolver's or the insight reader's message) or `invalid_variables` (a declaration without a placeholder).
  */
 export function checkDefinition(
   query: EndpointQuery,
   declared: Readonly<Record<string, VariableDeclaration>>,
   database?: string,
 ): CheckedDefinition {
+  if (query.kind !== 'HogQLQuery') {
+    const insight = readInsight(query);
+    if (Object.keys(declared).length > 0) {
+      throw new AppError('invalid_variables', {
+        detail: `An insight endpoint declares no variables: it takes its breakdown property and 'date_from' / 'date_to' as variables by itself. Remove 'variables'.`,
+        attr: 'variables',
+      });
+    }
+    // Compiled once now, so that a query Weir cannot run is refused here rather than at its first run.
+    prepareInsightRun(insight, {}, { now: new Date(), materialized: false, database });
+    return { placeholders: [], materialization: INSIGHT_MATERIALIZATION };
+  }
   const compiled = compileQuery(query.query, database);
   const placeholders = compiled.resolved.variables;
   const unused = Object.keys(declared).filter((name) => !placeholders.includes(name));
@@ -42,7 +67,9 @@ export function checkDefinition(
   return { placeholders, materialization: analyseMaterialization(compiled.ast) };
 }
 
-export interface CompiledVersion {
+/** A SQL version, parsed and resolved. */
+export interface CompiledSqlVersion {
+  readonly kind: 'sql';
   readonly ast: Query;
   readonly resolved: ResolvedQuery;
   readonly materialization: MaterializationAnalysis;
@@ -50,22 +77,52 @@ export interface CompiledVersion {
   readonly declaredTypes: Readonly<Record<string, VariableType>>;
 }
 
+/** An insight version, read and checked; each run compiles it for its own range and variables. */
+export interface CompiledInsightVersion {
+  readonly kind: 'insight';
+  readonly insight: CheckedInsightQuery;
+  readonly materialization: MaterializationAnalysis;
+}
+
+export type CompiledVersion = CompiledSqlVersion | CompiledInsightVersion;
+
 const compiledVersions = new WeakMap<EndpointVersion, CompiledVersion>();
 
 /**
- * A version's query, parsed and resolved once per version object (versions are immutable: a change of
- * their flags makes a new object, and a new compile).
+ * A version's query, compiled (SQL) or read (insight) once per version object (versions are immutable: a
+ * change of their flags makes a new object, and a new compile).
  */
 export function compileVersion(version: EndpointVersion, database?: string): CompiledVersion {
   let compiled = compiledVersions.get(version);
   if (!compiled) {
-    const { ast, resolved } = compileQuery(version.query.query, database);
-    const declaredTypes: Record<string, VariableType> = {};
-    for (const [name, d] of Object.entries(version.variables)) declaredTypes[name] = d.type;
-    compiled = { ast, resolved, materialization: analyseMaterialization(ast), declaredTypes };
+    const query = version.query;
+    if (query.kind === 'HogQLQuery') {
+      const { ast, resolved } = compileQuery(query.query, database);
+      const declaredTypes: Record<string, VariableType> = {};
+      for (const [name, d] of Object.entries(version.variables)) declaredTypes[name] = d.type;
+      compiled = { kind: 'sql', ast, resolved, materialization: analyseMaterialization(ast), declaredTypes };
+    } else {
+      compiled = { kind: 'insight', insight: readInsight(query), materialization: INSIGHT_MATERIALIZATION };
+    }
     compiledVersions.set(version, compiled);
   }
   return compiled;
+}
+
+/** Whether two queries are the same (a PATCH with an unchanged query makes no new version). */
+export function sameQuery(a: EndpointQuery, b: EndpointQuery): boolean {
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }
 
 /**

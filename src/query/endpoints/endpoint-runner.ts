@@ -15,7 +15,19 @@ import type { Endpoint, EndpointVersion, TableReader } from '../../core/ports.ts
 import { AppError } from '../../errors/app-error.ts';
 import { DEFAULT_LIMITS, type QueryLimits } from '../clickhouse/printer.ts';
 import { bindVariables, type BoundVariable } from '../clickhouse/variables.ts';
-import { runCompiledQuery, Timings, type CompiledQuery, type Timing } from '../hogql-query.ts';
+import {
+  runCompiledQuery,
+  Timings,
+  type CompiledQuery,
+  type HogQLQueryResult,
+  type Timing,
+} from '../hogql-query.ts';
+import {
+  compileInsightRun,
+  finishInsightRows,
+  planInsightRun,
+  type PreparedInsightRun,
+} from '../insights/insight.ts';
 import { compileVersion } from './definition.ts';
 import { pageRows, paginate, type Page } from './pagination.ts';
 import { ResultCache } from './result-cache.ts';
@@ -73,6 +85,17 @@ interface Computed {
   readonly timings: readonly Timing[];
 }
 
+/** What one run executes, and how its result becomes the answer's rows. */
+interface RunPlan {
+  readonly bound: ReadonlyMap<string, BoundVariable>;
+  /** What else tells this run's result apart from others with the same bound values. */
+  readonly keyExtra: string;
+  readonly query: () => CompiledQuery;
+  /** The values to bind when they are not `bound` itself (an insight binds those its query uses). */
+  readonly bind: () => ReadonlyMap<string, BoundVariable> | undefined;
+  readonly shape: (result: HogQLQueryResult) => { rows: unknown[][]; hasMore: boolean };
+}
+
 /** Time the store has beyond the engine's own execution limit to answer (queueing, transfer). */
 const DEADLINE_GRACE_MS = 2000;
 const RETRY_AFTER_SECONDS = 1;
@@ -117,10 +140,9 @@ export class EndpointRunner {
         attr: 'refresh',
       });
     }
-    const compiled = compileVersion(version, this.#database);
-    const bound = bindVariables(compiled.resolved.variables, request.variables, compiled.declaredTypes);
     const page: Page = { limit: request.limit, offset: request.offset };
-    const key = cacheKey(endpoint, version, bound, page);
+    const plan = this.#plan(version, request, page);
+    const key = cacheKey(endpoint, version, plan.bound, page) + plan.keyExtra;
 
     if (request.refresh === 'cache') {
       const hit = this.#cache.get(key);
@@ -140,15 +162,48 @@ export class EndpointRunner {
       const flight = this.#flights.get(key);
       if (flight) return flight.then((c) => uncachedAnswer(c, endpoint.name, request.debug));
     }
-    return this.#execute(
-      key,
-      endpoint,
-      version.version,
-      paginate(compiled, page),
-      bound,
-      page,
-      clock ?? new Timings(),
-    ).then((c) => uncachedAnswer(c, endpoint.name, request.debug));
+    return this.#execute(key, endpoint, version.version, plan, clock ?? new Timings()).then((c) =>
+      uncachedAnswer(c, endpoint.name, request.debug),
+    );
+  }
+
+  /**
+   * What a run of `version` executes: a SQL version's query with its variables bound and the page written
+   * in; an insight's query compiled for the range as of now and its magic variables (SPEC §4).
+   */
+  #plan(version: EndpointVersion, request: RunRequest, page: Page): RunPlan {
+    const compiled = compileVersion(version, this.#database);
+    if (compiled.kind === 'sql') {
+      return {
+        bound: bindVariables(compiled.resolved.variables, request.variables, compiled.declaredTypes),
+        keyExtra: '',
+        query: () => paginate(compiled, page),
+        bind: () => undefined,
+        shape: (result) => pageRows(result.results, page),
+      };
+    }
+    if (page.limit !== undefined || page.offset !== undefined) {
+      throw new AppError('invalid_input', {
+        detail: `'limit' and 'offset' page the rows of SQL endpoints; an insight endpoint answers its whole table.`,
+        attr: page.limit !== undefined ? 'limit' : 'offset',
+      });
+    }
+    const plan = planInsightRun(compiled.insight, request.variables, {
+      now: new Date(),
+      materialized: version.isMaterialized,
+      database: this.#database,
+    });
+    // Compiled only when the run executes: a cached answer needs the plan's values alone.
+    let prepared: PreparedInsightRun | undefined;
+    const prepare = (): PreparedInsightRun => (prepared ??= compileInsightRun(plan, this.#database));
+    return {
+      bound: plan.values,
+      keyExtra: plan.key,
+      query: () => prepare().compiled,
+      // The bound values the query uses (a run binds only those).
+      bind: () => prepare().bound,
+      shape: (result) => finishInsightRows(prepare(), result.columns, result.results),
+    };
   }
 
   /** Runs the query as the one flight for `key`, and caches what it answers. */
@@ -156,12 +211,13 @@ export class EndpointRunner {
     key: string,
     endpoint: Endpoint,
     version: number,
-    compiled: CompiledQuery,
-    bound: ReadonlyMap<string, BoundVariable>,
-    page: Page,
+    plan: RunPlan,
     clock: Timings,
   ): Promise<Computed> {
     const projectId = endpoint.projectId;
+    // Compiled before a slot is taken: a compile that throws must not hold one.
+    const compiled = plan.query();
+    const bound = plan.bind() ?? plan.bound;
     const release = this.#acquire(projectId);
     const startedAt = Date.now();
     const query = runCompiledQuery(
@@ -178,7 +234,7 @@ export class EndpointRunner {
     // The slot is the store's: it is held until the query ends, even past the deadline.
     query.then(release, release);
     const flight = withDeadline(query, this.#limits).then((result) => {
-      const { rows, hasMore } = pageRows(result.results, page);
+      const { rows, hasMore } = plan.shape(result);
       const resultJson = `"results":${JSON.stringify(rows)},"columns":${JSON.stringify(result.columns)},"types":${JSON.stringify(result.types)},"hasMore":${hasMore}`;
       const lastRefresh = new Date(startedAt).toISOString();
       const tail = `,${JSON.stringify(answerFields(endpoint.name, version, true, lastRefresh)).slice(1)}`;

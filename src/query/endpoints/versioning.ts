@@ -12,7 +12,7 @@ import type {
   VariableDeclaration,
 } from '../../core/ports.ts';
 import { AppError } from '../../errors/app-error.ts';
-import { checkDefinition, compileVersion, materializationState } from './definition.ts';
+import { checkDefinition, compileVersion, materializationState, sameQuery } from './definition.ts';
 import type { MaterializationAnalysis } from '../materialize/analysis.ts';
 
 export interface DefinitionUpdate {
@@ -49,7 +49,7 @@ export function decideVersionChange(
   const checked = checkDefinition(query, variables, database);
   const isMaterialized = update.isMaterialized ?? newest.isMaterialized;
   if (update.isMaterialized) refuseMaterialization(checked.materialization);
-  if (query.query === newest.query.query && sameDeclarations(variables, newest.variables)) {
+  if (sameQuery(query, newest.query) && sameDeclarations(variables, newest.variables)) {
     return isMaterialized === newest.isMaterialized
       ? {}
       : { version: { version: newest.version, isMaterialized } };
