@@ -177,3 +177,81 @@ t.test('a range with no events still answers every interval with 0', async (t) =
   );
   t.same(breakdown.rows, [], 'with a breakdown there is no value to give rows to');
 });
+
+t.test('T3: formulas replace the series with their own rows', async (t) => {
+  const a = await runInsight(
+    store,
+    {
+      kind: 'TrendsQuery',
+      series: [pageview, pageleave],
+      dateRange: RANGE,
+      trendsFilter: { formulas: ['A+2*B', 'A-B'] },
+    },
+    { now: NOW },
+  );
+  t.same([...new Set(a.rows.map((r) => r[1]))], ['Formula (A+2*B)', 'Formula (A-B)']);
+  t.same(valuesOf(a, 0), [1, 0, 3, 5, 7, 0, 2, 2, 1, 0, 1], "PostHog's data");
+  t.equal(sum(valuesOf(a, 0)), 22, "PostHog's count");
+  t.same(valuesOf(a, 1), [1, 0, 0, 2, -2, 0, 2, -1, 1, 0, 1]);
+  t.equal(sum(valuesOf(a, 1)), 4);
+  const hand = await handSeries(store, {
+    value: "countIf(e.event = '$pageview') + 2 * countIf(e.event = '$pageleave')",
+    where: "e.timestamp >= '2020-01-09' AND e.timestamp < '2020-01-20'",
+    from: '2020-01-09',
+    to: '2020-01-20',
+  });
+  t.same(valuesOf(a, 0), hand);
+});
+
+t.test('T5: a formula with a breakdown is computed per breakdown value', async (t) => {
+  const a = await runInsight(
+    store,
+    {
+      kind: 'TrendsQuery',
+      series: [pageview, pageleave],
+      dateRange: { date_from: '2020-01-09', date_to: '2020-01-20' },
+      breakdownFilter: { breakdown: '$browser', breakdown_type: 'event' },
+      trendsFilter: { formula: 'A+2*B' },
+    },
+    { now: NOW },
+  );
+  t.same(breakdownsOf(a, 0), ['Chrome', 'Firefox', 'Edge', 'Safari'], '4 results, by count');
+  t.same(valuesOf(a, 0, 'Chrome'), [0, 0, 3, 3, 3, 0, 1, 0, 1, 0, 1, 0], "PostHog's first result");
+  t.equal(sum(valuesOf(a, 0, 'Chrome')), 12);
+  t.equal(sum(valuesOf(a, 0, 'Firefox')), 4);
+  t.same([...new Set(a.rows.map((r) => r[1]))], ['Formula (A+2*B)']);
+});
+
+t.test('formulaNodes: custom names, division (x / 0 is 0), unary minus, total values', async (t) => {
+  const a = await runInsight(
+    store,
+    {
+      kind: 'TrendsQuery',
+      series: [pageview, pageleave],
+      dateRange: RANGE,
+      trendsFilter: {
+        formulaNodes: [{ formula: 'B / A', custom_name: 'leave rate' }, { formula: '-(a - 1)' }],
+      },
+    },
+    { now: NOW },
+  );
+  t.same([...new Set(a.rows.map((r) => r[1]))], ['leave rate', 'Formula (-(a - 1))']);
+  t.same(valuesOf(a, 0), [0, 0, 1, 1 / 3, 3, 0, 0, 0, 0, 0, 0], 'no pageview on 16 Jan: 1 / 0 is 0');
+  t.same(valuesOf(a, 1), [0, 1, 0, -2, 0, 1, -1, 1, 0, 1, 0]);
+  const total = await runInsight(
+    store,
+    {
+      kind: 'TrendsQuery',
+      series: [pageview, pageleave],
+      dateRange: RANGE,
+      breakdownFilter: { breakdown: '$browser', breakdown_limit: 1 },
+      trendsFilter: { formula: 'B / A * 100', display: 'ActionsTable' },
+    },
+    { now: NOW },
+  );
+  t.same(total.rows, [
+    [0, 'Formula (B / A * 100)', 'Chrome', 50],
+    [0, 'Formula (B / A * 100)', 'Other', 75],
+  ]);
+  t.equal(total.hasMore, true);
+});

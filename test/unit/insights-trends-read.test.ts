@@ -222,15 +222,48 @@ t.test('a math without what it aggregates is refused', (t) => {
   t.end();
 });
 
-t.test('formulas, compare and smoothing are not supported, and say so', (t) => {
-  refused(t, base({ trendsFilter: { formula: 'A+B' } }), 'query.trendsFilter.formula', /not supported/);
-  refused(t, base({ trendsFilter: { formulas: ['A+2*B'] } }), 'query.trendsFilter.formulas', /not supported/);
-  refused(
-    t,
-    base({ trendsFilter: { formulaNodes: [{ formula: 'A' }] } }),
-    'query.trendsFilter.formulaNodes',
-    /not supported/,
+t.test('formulas: read and checked; a formula Weir cannot compute is refused with the reason', (t) => {
+  const two = { series: [node(), node({ event: '$pageleave' })] };
+  const f = (trendsFilter: Record<string, unknown>) => read(base({ ...two, trendsFilter })).formulas;
+  t.same(f({ formulas: ['A+2*B', 'A-B'] }), [
+    { text: 'A+2*B', label: 'Formula (A+2*B)' },
+    { text: 'A-B', label: 'Formula (A-B)' },
+  ]);
+  t.same(f({ formula: '(a + b) / 2' }), [{ text: '(a + b) / 2', label: 'Formula ((a + b) / 2)' }]);
+  t.same(
+    f({
+      formulaNodes: [
+        { formula: 'B/A', custom_name: 'rate' },
+        { formula: 'A', custom_name: '' },
+      ],
+    }),
+    [
+      { text: 'B/A', label: 'rate' },
+      { text: 'A', label: 'Formula (A)' },
+    ],
   );
+  t.same(f({ formulas: [], formula: '' }), [], 'empty ones are none');
+  const bad = (trendsFilter: Record<string, unknown>, attr: string, detail: RegExp) =>
+    refused(t, base({ ...two, trendsFilter }), attr, detail);
+  bad({ formula: 'A+C' }, 'query.trendsFilter.formula', /'C' names no series \(there are 2: A to B\)/);
+  bad({ formulas: ['A', 'A+'] }, 'query.trendsFilter.formulas[1]', /ends too soon/);
+  bad({ formulas: ['A % B'] }, 'query.trendsFilter.formulas[0]', /'% B' is not part of a formula/);
+  bad({ formulas: ['(A+B'] }, 'query.trendsFilter.formulas[0]', /not closed/);
+  bad({ formulas: ['A B'] }, 'query.trendsFilter.formulas[0]', /'B' is left over/);
+  bad({ formulas: ['AB'] }, 'query.trendsFilter.formulas[0]', /left over/);
+  bad({ formulas: [' '] }, 'query.trendsFilter.formulas[0]', /empty/);
+  bad({ formulas: [3] }, 'query.trendsFilter.formulas[0]', /formula string/);
+  bad(
+    { formulaNodes: [{ formula: 'A', name: 'x' }] },
+    'query.trendsFilter.formulaNodes[0].name',
+    /Unknown field/,
+  );
+  bad({ formulaNodes: [{ custom_name: 'x' }] }, 'query.trendsFilter.formulaNodes[0].formula', /required/);
+  bad({ formula: 'A', formulas: ['B'] }, 'query.trendsFilter.formulaNodes', /one of/);
+  t.end();
+});
+
+t.test('compare and smoothing are not supported, and say so', (t) => {
   refused(t, base({ compareFilter: { compare: true } }), 'query.compareFilter.compare', /not supported/);
   refused(
     t,

@@ -15,6 +15,7 @@ import { array, num, sql, str } from './template.ts';
 import type { CheckedTrends } from './trends.ts';
 import { bucketsExpr, bySeries, cellsQuery, rankedQuery } from './trends-cells.ts';
 import { passEvents, type Pass } from './trends-events.ts';
+import { formulaRows } from './trends-formula.ts';
 import { finalValue, isActive } from './trends-math.ts';
 
 /** The label of a series: its custom name, else its event, else `All events` (PostHog's). */
@@ -68,10 +69,14 @@ function passRows(q: CheckedTrends, pass: Pass, ctx: CompileContext): SelectQuer
 
 export function compileTrends(q: CheckedTrends, ctx: CompileContext): CompiledInsight {
   const parts = plan(q).map((pass) => passRows(q, pass, ctx));
-  const rows: Query = parts.length === 1 ? parts[0]! : { kind: 'unionAll', queries: parts };
-  const labels = array(q.series.map((_, i) => str(seriesLabel(q, i))));
   const breakdown = q.base.breakdown;
   const time = !q.totalValue;
+  let rows: Query = parts.length === 1 ? parts[0]! : { kind: 'unionAll', queries: parts };
+  let labels = array(q.series.map((_, i) => str(seriesLabel(q, i))));
+  if (q.formulas.length > 0) {
+    rows = formulaRows(rows, q.formulas, q.series.length, { breakdown: breakdown !== null, time });
+    labels = array(q.formulas.map((f) => str(f.label)));
+  }
   const partition: Expr[] = [sql.expr`si`];
   const columns: Expr[] = [sql.expr`si AS series_index`, sql.expr`${labels}[si + 1] AS series`];
   const order: Expr[] = [sql.expr`si`];

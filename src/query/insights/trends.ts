@@ -7,7 +7,8 @@
 import { BASE_FIELDS, BASE_IGNORED, readBase, readEventsNode, type EventsNode } from './common.ts';
 import { INTERVALS, resolveRange, type Interval } from './date-range.ts';
 import type { CheckedInsight, InsightKindSpec } from './kind.ts';
-import { invalidInsight, type ObjectReader } from './reader.ts';
+import { invalidInsight, ObjectReader } from './reader.ts';
+import { parseFormula, type Formula } from './trends-formula.ts';
 import { compileTrends } from './trends-compile.ts';
 
 /** PostHog's `ChartDisplayType`. */
@@ -73,6 +74,8 @@ export interface CheckedTrends extends CheckedInsight {
   readonly totalValue: boolean;
   /** Each interval's value is the running sum up to it (ActionsLineGraphCumulative). */
   readonly cumulative: boolean;
+  /** When given, the answer is these formulas' rows instead of the series'. */
+  readonly formulas: readonly Formula[];
 }
 
 /** Maths whose running sum is a meaningful total (a count or a sum of values). */
@@ -96,7 +99,7 @@ function readTrends(q: ObjectReader): CheckedTrends {
   if (items.length > 26) throw invalidInsight(q.at('series'), 'At most 26 series are supported.');
   const series = items.map(({ value, path }) => readEventsNode(value, path));
   const interval = q.oneOf('interval', INTERVALS, 'day');
-  const display = readTrendsFilter(q.object('trendsFilter'));
+  const { display, formulas } = readTrendsFilter(q.object('trendsFilter'), series.length);
   readCompareFilter(q.object('compareFilter'));
   const cumulative = display === 'ActionsLineGraphCumulative';
   if (cumulative) {
@@ -116,24 +119,55 @@ function readTrends(q: ObjectReader): CheckedTrends {
     display,
     totalValue: TOTAL_VALUE_DISPLAYS.includes(display),
     cumulative,
+    formulas,
   };
 }
 
-function readTrendsFilter(f: ObjectReader | undefined): Display {
-  if (!f) return 'ActionsLineGraph';
+function readTrendsFilter(
+  f: ObjectReader | undefined,
+  seriesCount: number,
+): { display: Display; formulas: Formula[] } {
+  if (!f) return { display: 'ActionsLineGraph', formulas: [] };
   f.only(['display', 'formula', 'formulas', 'formulaNodes', 'smoothingIntervals'], TRENDS_FILTER_IGNORED);
-  const empty = (v: unknown): boolean =>
-    v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0);
-  for (const name of ['formula', 'formulas', 'formulaNodes']) {
-    if (!empty(f.raw(name))) {
-      throw invalidInsight(
-        f.at(name),
-        `'${f.at(name)}': formulas are not supported by Weir; each series is answered on its own rows.`,
-      );
-    }
-  }
   f.only1('smoothingIntervals', [1], 'Weir does not smooth; each interval has its own value.');
-  return f.oneOf('display', DISPLAYS, 'ActionsLineGraph');
+  return {
+    display: f.oneOf('display', DISPLAYS, 'ActionsLineGraph'),
+    formulas: readFormulas(f, seriesCount),
+  };
+}
+
+/** `formulaNodes` (`{formula, custom_name}`), else `formulas` (strings), else the older `formula`. */
+function readFormulas(f: ObjectReader, seriesCount: number): Formula[] {
+  const given: { text: string; customName: string | null; path: string }[] = [];
+  const nodes = f.array('formulaNodes');
+  const texts = f.array('formulas');
+  const single = f.string('formula');
+  const sources = [nodes.length > 0, texts.length > 0, single !== undefined && single !== ''];
+  if (sources.filter(Boolean).length > 1) {
+    throw invalidInsight(f.at('formulaNodes'), "Give one of 'formulaNodes', 'formulas' and 'formula'.");
+  }
+  for (const { value, path } of nodes) {
+    const n = ObjectReader.of(value, path, 'an object: {"formula": "A+B", "custom_name": "…"}');
+    n.only(['formula', 'custom_name']);
+    given.push({
+      text: n.requiredString('formula'),
+      customName: n.string('custom_name') ?? null,
+      path: n.at('formula'),
+    });
+  }
+  for (const { value, path } of texts) {
+    if (typeof value !== 'string')
+      throw invalidInsight(path, `'${path}' must be a formula string, like "A+2*B".`);
+    given.push({ text: value, customName: null, path });
+  }
+  if (single) given.push({ text: single, customName: null, path: f.at('formula') });
+  return given.map(({ text, customName, path }) => {
+    const parsed = parseFormula(text, seriesCount);
+    if (typeof parsed === 'string') {
+      throw invalidInsight(path, `'${path}' is not a formula Weir can compute: ${parsed}.`);
+    }
+    return { text, label: customName || `Formula (${text})` };
+  });
 }
 
 function readCompareFilter(f: ObjectReader | undefined): void {
