@@ -134,14 +134,21 @@ async function measure(s: Scenario): Promise<Measured> {
         `printed SQL:\n${printed.clickhouse}`,
     );
   }
+  // Wall time is the target's measure; CPU time (the engine runs in this process) is what a contended
+  // machine changes least, so it is kept beside it to tell a slow query from a busy machine.
   const times = { printed: [] as number[], hand: [] as number[] };
+  const cpu = { printed: [] as number[], hand: [] as number[] };
+  const timed = async (into: 'printed' | 'hand', run: () => Promise<unknown>): Promise<void> => {
+    const cpuStart = process.cpuUsage();
+    const started = performance.now();
+    await run();
+    times[into].push(performance.now() - started);
+    const used = process.cpuUsage(cpuStart);
+    cpu[into].push((used.user + used.system) / 1000);
+  };
   for (let r = 0; r < rounds; r++) {
-    let started = performance.now();
-    await runPrinted(s);
-    times.printed.push(performance.now() - started);
-    started = performance.now();
-    await runHand(s);
-    times.hand.push(performance.now() - started);
+    await timed('printed', () => runPrinted(s));
+    await timed('hand', () => runHand(s));
   }
   return {
     name: s.name,
@@ -149,6 +156,8 @@ async function measure(s: Scenario): Promise<Measured> {
     rows: a.length,
     printedMs: median(times.printed),
     handMs: median(times.hand),
+    printedCpuMs: median(cpu.printed),
+    handCpuMs: median(cpu.hand),
     printedRounds: times.printed,
     handRounds: times.hand,
     printedSql: printed.clickhouse,

@@ -2,7 +2,8 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { InFlight } from '../http/in-flight.ts';
-import { BodyTooLargeError, Reply, onBody } from '../http/uws.ts';
+import { BodyTooLargeError, onBody } from '../http/request-body.ts';
+import { Reply } from '../http/uws.ts';
 import type { ResponseMemo } from './response-memo.ts';
 
 /** Largest JSON body an API route reads. */
@@ -134,14 +135,14 @@ function handle(res: HttpResponse, req: HttpRequest, route: Route, deps: ApiRout
     answer(reply, request, route, deps, headKey);
     return;
   }
-  const contentLength = req.getHeader('content-length');
   // uWS wants the body handler attached before this function returns; it answers from uWS's callback.
-  onBody(reply, contentLength ? Number(contentLength) : undefined, MAX_API_BODY_BYTES, (err, body) => {
+  onBody(reply, req.getHeader('content-length'), MAX_API_BODY_BYTES, (err, body) => {
     if (err) {
       if (err instanceof BodyTooLargeError) {
         fail(reply, new AppError('payload_too_large', { detail: 'The body is larger than 1 MiB.' }), deps);
-      }
-      deps.inFlight.end(); // else the client went away
+      } else if (err instanceof AppError) fail(reply, err, deps);
+      // else the client went away: there is no one to answer
+      deps.inFlight.end();
       return;
     }
     const memoKey = memo?.key(route.method, url, rawQuery, authorization, body);

@@ -3,7 +3,8 @@ import type { Logger } from '../core/logger.ts';
 import type { Metrics, Tally } from '../core/metrics.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { InFlight } from '../http/in-flight.ts';
-import { BodyTooLargeError, FixedAnswer, Reply, onBody, readHeaders, type Headers } from '../http/uws.ts';
+import { BodyTooLargeError, onBody } from '../http/request-body.ts';
+import { FixedAnswer, Reply, readHeaders, type Headers } from '../http/uws.ts';
 import type { CaptureService } from './capture-service.ts';
 import { MAX_WIRE_BYTES } from './limits.ts';
 
@@ -132,9 +133,8 @@ function handlePost(
   }
   deps.inFlight.begin();
   const call = new CaptureCall(reply, h, query, cors, route, batchRoute, deps);
-  const contentLength = h.contentLength ? Number(h.contentLength) : undefined;
   // uWS wants the body handler attached before this function returns: onBody does that synchronously.
-  onBody(reply, contentLength, MAX_WIRE_BYTES, (err, body, isView) => call.bodyRead(err, body, isView));
+  onBody(reply, h.contentLength, MAX_WIRE_BYTES, (err, body, isView) => call.bodyRead(err, body, isView));
 }
 
 /**
@@ -172,6 +172,8 @@ class CaptureCall {
           this.cors,
         );
         this.#end(413);
+      } else if (err instanceof AppError) {
+        this.#end(this.reply.error(err, this.cors).status);
       } else this.#end(499); // the client went away; nothing was accepted
       return;
     }

@@ -116,6 +116,10 @@ export const ERROR_CODES = {
     detail: "A materialized insight endpoint does not take 'date_from' / 'date_to'.",
   },
   // Every route
+  invalid_request: {
+    type: 'validation_error',
+    detail: 'The request is not valid HTTP/1.1 (its Content-Length is not a length).',
+  },
   not_found: { type: 'not_found', detail: 'Nothing is here.' },
   method_not_allowed: { type: 'method_not_allowed', detail: 'This method is not allowed on this route.' },
   server_error: { type: 'server_error', detail: 'Weir hit an internal error; it has been logged.' },

@@ -3,7 +3,8 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { InFlight } from './in-flight.ts';
-import { BodyTooLargeError, Reply, readBody } from './uws.ts';
+import { BodyTooLargeError, onBody } from './request-body.ts';
+import { Reply } from './uws.ts';
 
 /** Largest request body passed on; the routes behind the proxy keep their own, smaller limits. */
 const MAX_PROXIED_BODY = 64 * 1024 * 1024;
@@ -54,32 +55,41 @@ function proxy(res: HttpResponse, req: HttpRequest, deps: ProxyDeps, agent: Agen
     return;
   }
   deps.inFlight.begin();
-  // uWS calls onData only for a request that has a body.
-  const body =
-    chunked || (length !== '' && length !== '0')
-      ? readBody(reply, length === '' ? undefined : Number(length), MAX_PROXIED_BODY)
-      : Promise.resolve(undefined);
-  body
-    .then(
-      (data) => forward(reply, { method, path, headers, data }, deps, agent),
-      (err: unknown) => {
+  const out: Outgoing = { method, path, headers, data: undefined };
+  // uWS calls onData only for a request that has a body. A refusal is answered within uWS's callback: one
+  // of a Content-Length uWS itself refuses must be written before uWS closes the connection.
+  if (chunked || (length !== '' && length !== '0')) {
+    onBody(reply, length, MAX_PROXIED_BODY, (err, data, isView) => {
+      if (err) {
         if (err instanceof BodyTooLargeError)
           reply.error(new AppError('payload_too_large', { detail: 'The body is larger than 64 MiB.' }));
-      },
-    )
+        else if (err instanceof AppError) reply.error(err);
+        deps.inFlight.end();
+        return;
+      }
+      relay(reply, { ...out, data: isView ? Buffer.from(data) : data }, deps, agent);
+    });
+  } else relay(reply, out, deps, agent);
+}
+
+interface Outgoing {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly data: Buffer | undefined;
+}
+
+/** Forwards the request and relays the answer. */
+function relay(reply: Reply, out: Outgoing, deps: ProxyDeps, agent: Agent): void {
+  forward(reply, out, deps, agent)
     .catch((err: unknown) => {
-      deps.logger.error({ err, path }, 'proxying a request to the main thread failed');
+      deps.logger.error({ err, path: out.path }, 'proxying a request to the main thread failed');
       reply.error(err);
     })
     .finally(() => deps.inFlight.end());
 }
 
-function forward(
-  reply: Reply,
-  out: { method: string; path: string; headers: Record<string, string>; data: Buffer | undefined },
-  deps: ProxyDeps,
-  agent: Agent,
-): Promise<void> {
+function forward(reply: Reply, out: Outgoing, deps: ProxyDeps, agent: Agent): Promise<void> {
   return new Promise((resolve, reject) => {
     const headers = out.data ? { ...out.headers, 'content-length': String(out.data.length) } : out.headers;
     const upstream = request(`${deps.target}${out.path}`, { method: out.method, headers, agent }, (res) => {

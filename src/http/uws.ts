@@ -12,6 +12,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   404: '404 Not Found',
   405: '405 Method Not Allowed',
   413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type',
   429: '429 Too Many Requests',
   500: '500 Internal Server Error',
   503: '503 Service Unavailable',
@@ -19,6 +20,24 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
 };
 
 export type Headers = Readonly<Record<string, string>>;
+
+/**
+ * How the connection goes on after the answer. `keep`: the request was read whole; the connection serves
+ * the next one. The others are for a request refused before its body was read (request-body.ts), answered
+ * with `Connection: close`:
+ * - `drain`: uWS reads the declared body on and throws it away, so that a client that reads only once it has
+ *   sent everything still gets the answer; its idle timeout (10 s after the answer, not extended by bytes
+ *   thrown away) closes the connection if the client does not.
+ * - `stop`: reading stops (a body too large to drain, or one still streaming); the client can read the
+ *   answer while its writes stall, and the same idle timeout closes the connection.
+ * - `now`: uWS refuses the request's framing itself right after the handler, closing the connection and
+ *   dropping what the handler wrote to its cork buffer. An answer longer than that buffer (16 KiB) is
+ *   written to the socket at once, so the refusal is padded past it and the connection closed after it.
+ */
+export type Ending = 'keep' | 'drain' | 'stop' | 'now';
+
+/** Longer than uWS's cork buffer (LoopData::CORK_BUFFER_SIZE, 16 KiB): such a write goes out at once. */
+const PAST_CORK_BUFFER = 16 * 1024 + 1;
 
 /**
  * One request's response side. uWS invalidates `res` once the client goes away, so every write checks
@@ -29,6 +48,7 @@ export class Reply {
   aborted = false;
   done = false;
   #onAbort: (() => void) | undefined;
+  #ending: Ending = 'keep';
 
   constructor(readonly res: HttpResponse) {
     res.onAborted(() => {
@@ -42,20 +62,28 @@ export class Reply {
     this.#onAbort = handler;
   }
 
-  send(
-    status: number,
-    body: string | Buffer | undefined,
-    headers: Headers = {},
-    closeConnection = false,
-  ): void {
+  /** How the connection ends after the answer (see `Ending`); set when a body is refused unread. */
+  endConnection(ending: Ending): void {
+    this.#ending = ending;
+  }
+
+  send(status: number, body: string | Buffer | undefined, headers: Headers = {}): void {
     if (this.aborted || this.done) return;
     this.done = true;
     const res = this.res;
+    const ending = this.#ending;
     res.cork(() => {
+      if (ending === 'stop') res.pause();
       res.writeStatus(STATUS_TEXT[status] ?? `${status} ${STATUS_CODES[status] ?? ''}`.trimEnd());
       for (const name in headers) res.writeHeader(name, headers[name]!);
+      if (ending === 'now') {
+        res.end(padded(body), true);
+        return;
+      }
+      // uWS's own close would close at once, with the body unread: the client would get a reset, not this.
+      if (ending !== 'keep') res.writeHeader('Connection', 'close');
       if (body === undefined || body.length < 64 * 1024) {
-        res.end(body, closeConnection);
+        res.end(body);
         return;
       }
       const data = typeof body === 'string' ? Buffer.from(body) : body;
@@ -90,15 +118,18 @@ export class Reply {
     const appError = toAppError(err);
     const extra: Record<string, string> = { ...headers };
     if (appError.retryAfterSeconds !== undefined) extra['Retry-After'] = String(appError.retryAfterSeconds);
-    // A 413 answered before the body was read leaves unread bytes on the connection: close it.
-    this.send(
-      appError.status,
-      JSON.stringify(errorBody(appError)),
-      { 'Content-Type': 'application/json', ...extra },
-      appError.status === 413,
-    );
+    this.send(appError.status, JSON.stringify(errorBody(appError)), {
+      'Content-Type': 'application/json',
+      ...extra,
+    });
     return appError;
   }
+}
+
+/** A body padded with trailing spaces (still the same JSON) past uWS's cork buffer. */
+function padded(body: string | Buffer | undefined): string {
+  const text = body === undefined ? '' : body.toString();
+  return text.length >= PAST_CORK_BUFFER ? text : text.padEnd(PAST_CORK_BUFFER, ' ');
 }
 
 /**
@@ -117,68 +148,6 @@ export class FixedAnswer {
     this.body = Buffer.from(body);
   }
 }
-
-export class BodyTooLargeError extends Error {}
-
-/**
- * Reads the whole request body, refusing more than `maxBytes` (checked against Content-Length up front and
- * against the bytes as they arrive). uWS hands chunks as ArrayBuffers that die after the callback: copy them.
- */
-export function readBody(reply: Reply, contentLength: number | undefined, maxBytes: number): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    onBody(reply, contentLength, maxBytes, (err, body, isView) => {
-      if (err) reject(err);
-      else resolve(isView ? Buffer.from(body) : body);
-    });
-  });
-}
-
-/**
- * `readBody` for a handler that reads the body at once: `done` is called once, with the body or the error
- * (BodyTooLargeError, or an Error when the client goes away), possibly before this returns (a Content-Length
- * over the bound). With `isView` the body is a view of uWS's own memory, valid only until `done` returns:
- * copy what must outlive it. A body in one chunk (most are) is then never copied.
- */
-export function onBody(
-  reply: Reply,
-  contentLength: number | undefined,
-  maxBytes: number,
-  done: (err: Error | undefined, body: Buffer, isView: boolean) => void,
-): void {
-  if (contentLength !== undefined && contentLength > maxBytes) {
-    done(new BodyTooLargeError(), EMPTY, false);
-    return;
-  }
-  let settled = false;
-  reply.onAbort(() => {
-    if (settled) return;
-    settled = true;
-    done(new Error('client aborted the request'), EMPTY, false);
-  });
-  let chunks: Buffer[] | undefined;
-  let size = 0;
-  reply.res.onData((chunk, isLast) => {
-    if (settled) return;
-    size += chunk.byteLength;
-    if (size > maxBytes) {
-      settled = true;
-      done(new BodyTooLargeError(), EMPTY, false);
-      return;
-    }
-    if (isLast && chunks === undefined) {
-      settled = true;
-      done(undefined, Buffer.from(chunk), true);
-      return;
-    }
-    (chunks ??= []).push(Buffer.from(Buffer.from(chunk)));
-    if (isLast) {
-      settled = true;
-      done(undefined, Buffer.concat(chunks, size), false);
-    }
-  });
-}
-
-const EMPTY = Buffer.alloc(0);
 
 /** The request headers a handler needs, read synchronously (uWS's `req` is gone after the first await). */
 export function readHeaders(req: HttpRequest, names: readonly string[]): Record<string, string> {

@@ -4,12 +4,14 @@
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
+import { RawConnection, rawRequest } from '../helpers/raw-http.ts';
 import { PERSONAL_API_KEY, PROJECT_API_KEY, post, request, startTestWeir } from '../helpers/weir.ts';
 
 const w = await startTestWeir({ WEIR_CAPTURE_THREADS: '2' });
 t.teardown(() => w.close());
 
 const bearer = { authorization: `Bearer ${PERSONAL_API_KEY}`, 'content-type': 'application/json' };
+const bearerRaw = { Authorization: `Bearer ${PERSONAL_API_KEY}` };
 
 t.test(
   'events captured on the threads are stored before the 200, and readable through the API',
@@ -123,4 +125,19 @@ t.test('many clients at once: each event answered 200 is stored exactly once', a
     `SELECT count() AS n, uniqExact(uuid) AS u FROM events FINAL WHERE event = 'crowd'`,
   );
   t.same(rows, [{ n: '300', u: '300' }]);
+});
+
+t.test('framing refusals are answered on the threads and through the proxy alike', async (t) => {
+  for (const path of ['/i/v0/e/', '/api/projects/1/query/']) {
+    for (const [length, status] of [
+      ['-5', 400],
+      ['1000000000000000', 413],
+      [String(200 * 1024 * 1024), 413],
+    ] as const) {
+      const conn = await RawConnection.open(w.url);
+      t.teardown(() => conn.destroy());
+      await conn.write(rawRequest('POST', path, '{}', { ...bearerRaw, 'Content-Length': length }));
+      t.equal((await conn.response(5_000))?.status, status, `${path}, Content-Length ${length}`);
+    }
+  }
 });
