@@ -1,4 +1,5 @@
 /** bench/results/insights.md from one run of `npm run bench:insights`. */
+import { CONTENDED_CORES } from '../capture/machine-load.ts';
 
 /** What is printed / hand-written may take at most (issue 24). */
 export const TARGET_RATIO = 1.2;
@@ -41,7 +42,8 @@ export interface Report {
 }
 
 const ms = (n: number): string => (n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `${n.toFixed(0)} ms`);
-const cores = (n: number | undefined): string => (n === undefined ? '–' : n.toFixed(2));
+const cores = (n: number | undefined): string =>
+  n === undefined ? '–' : `${n.toFixed(2)}${n > CONTENDED_CORES ? ' (contended)' : ''}`;
 
 export function markdownReport(r: Report, rawName: string): string {
   const lines: string[] = [];
@@ -87,6 +89,13 @@ export function markdownReport(r: Report, rawName: string): string {
     }
     lines.push('');
   }
+  const contended = r.runs.filter((x) => (x.otherCores ?? 0) > CONTENDED_CORES);
+  lines.push(
+    contended.length === 0
+      ? `Machine-load probe: quiet throughout (other processes under ${CONTENDED_CORES} cores in every measurement).`
+      : `Machine-load probe: **contended** in ${contended.length} of ${r.runs.length} measurements (other processes above ${CONTENDED_CORES} cores: ${contended.map((x) => `${x.name} (${x.state}) ${(x.otherCores ?? 0).toFixed(2)}`).join('; ')}); their wall times and ratios carry that load, the CPU columns less so.`,
+    '',
+  );
   const missed = r.runs.filter((x) => x.printedMs / x.handMs > TARGET_RATIO);
   lines.push(
     missed.length === 0
