@@ -255,3 +255,52 @@ t.test('formulaNodes: custom names, division (x / 0 is 0), unary minus, total va
   ]);
   t.equal(total.hasMore, true);
 });
+
+t.test('T4: compare adds the previous period’s rows, labelled, after the current ones', async (t) => {
+  const query = (compareFilter: Record<string, unknown>, display = 'ActionsLineGraph') => ({
+    kind: 'TrendsQuery',
+    series: [pageview, pageleave],
+    dateRange: { date_from: '2020-01-15', date_to: '2020-01-19' },
+    trendsFilter: { formula: 'A+2*B', display },
+    compareFilter,
+  });
+  const a = await runInsight(store, query({ compare: true }), { now: NOW });
+  t.same(a.columns, ['series_index', 'series', 'compare_label', 'date', 'value']);
+  const of = (label: string): unknown[][] => a.rows.filter((r) => r[2] === label);
+  t.same(
+    of('current').map((r) => r[4]),
+    [2, 2, 1, 0, 1],
+  );
+  t.same(
+    of('previous').map((r) => [r[3], r[4]]),
+    [
+      ['2020-01-10', 0],
+      ['2020-01-11', 3],
+      ['2020-01-12', 5],
+      ['2020-01-13', 7],
+      ['2020-01-14', 0],
+    ],
+    "PostHog's previous period: the 5 days before, with their own dates",
+  );
+  t.same(
+    a.rows.map((r) => r[2]),
+    [...Array<string>(5).fill('current'), ...Array<string>(5).fill('previous')],
+  );
+  const shifted = async (compareTo: string): Promise<number[]> =>
+    (await runInsight(store, query({ compare: true, compare_to: compareTo }), { now: NOW })).rows
+      .filter((r) => r[2] === 'previous')
+      .map((r) => Number(r[4]));
+  t.same(await shifted('-2d'), [7, 0, 2, 2, 1], 'compare_to -2d');
+  t.same(await shifted('-1w'), [0, 1, 0, 3, 5], 'compare_to -1w');
+  const bold = await runInsight(store, query({ compare: true }, 'BoldNumber'), { now: NOW });
+  t.same(bold.rows, [
+    [0, 'Formula (A+2*B)', 'current', 6],
+    [0, 'Formula (A+2*B)', 'previous', 15],
+  ]);
+  const hand = await handSql(
+    store,
+    `SELECT countIf(event = '$pageview') + 2 * countIf(event = '$pageleave') FROM events FINAL
+     WHERE project_id = {project:UInt64} AND timestamp >= '2020-01-10' AND timestamp < '2020-01-15'`,
+  );
+  t.same(hand, [[15]]);
+});

@@ -263,8 +263,30 @@ t.test('formulas: read and checked; a formula Weir cannot compute is refused wit
   t.end();
 });
 
-t.test('compare and smoothing are not supported, and say so', (t) => {
-  refused(t, base({ compareFilter: { compare: true } }), 'query.compareFilter.compare', /not supported/);
+t.test('compare: the previous period of the same length, or moved back by compare_to', (t) => {
+  t.same(read(base({ compareFilter: { compare: true } })).compare, { shift: null });
+  t.same(read(base({ compareFilter: { compare: true, compare_to: '-1w' } })).compare, {
+    shift: { count: 1, unit: 'w' },
+  });
+  t.equal(read(base({ compareFilter: { compare: false, compare_to: '-1w' } })).compare, null);
+  for (const bad of ['-1wStart', '2024-01-01', '-0d', 'all', '-5M']) {
+    refused(
+      t,
+      base({ compareFilter: { compare: true, compare_to: bad } }),
+      'query.compareFilter.compare_to',
+      /how far back/,
+    );
+  }
+  refused(
+    t,
+    base({ dateRange: { date_from: 'all' }, compareFilter: { compare: true } }),
+    'query.compareFilter.compare',
+    /not supported with date_from 'all'/,
+  );
+  t.end();
+});
+
+t.test('smoothing, group aggregation and test accounts are not supported, and say so', (t) => {
   refused(
     t,
     base({ trendsFilter: { smoothingIntervals: 7 } }),

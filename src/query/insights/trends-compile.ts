@@ -15,6 +15,7 @@ import { array, num, sql, str } from './template.ts';
 import type { CheckedTrends } from './trends.ts';
 import { bucketsExpr, bySeries, cellsQuery, rankedQuery } from './trends-cells.ts';
 import { passEvents, type Pass } from './trends-events.ts';
+import { previousContext, type Compare } from './trends-compare.ts';
 import { formulaRows } from './trends-formula.ts';
 import { finalValue, isActive } from './trends-math.ts';
 
@@ -67,19 +68,47 @@ function passRows(q: CheckedTrends, pass: Pass, ctx: CompileContext): SelectQuer
   return sql.select`SELECT toUInt32(sl.i) AS si, bucket, ${valueAt(sql.expr`g.bs`, sql.expr`g.vs`)} AS val FROM ${seriesList} AS sl LEFT JOIN ${groups} AS g ON sl.i = g.s ARRAY JOIN (${bucketsExpr(q.interval, ctx)}) AS bucket`;
 }
 
-export function compileTrends(q: CheckedTrends, ctx: CompileContext): CompiledInsight {
+/** The rows of the series (or of the formulas) for the range of `ctx`: `si, [other, key, rank,] [bucket,] val`. */
+function answerRows(q: CheckedTrends, ctx: CompileContext): Query {
   const parts = plan(q).map((pass) => passRows(q, pass, ctx));
+  const rows: Query = parts.length === 1 ? parts[0]! : { kind: 'unionAll', queries: parts };
+  if (q.formulas.length === 0) return rows;
+  return formulaRows(rows, q.formulas, q.series.length, {
+    breakdown: q.base.breakdown !== null,
+    time: !q.totalValue,
+  });
+}
+
+/** The current and the previous period's rows, each with `cmp` (0 current, 1 previous). */
+function comparedRows(q: CheckedTrends, ctx: CompileContext, compare: Compare): Query {
+  const columns: Expr[] = [
+    sql.expr`si`,
+    ...(q.base.breakdown ? [sql.expr`other`, sql.expr`key`, sql.expr`rank`] : []),
+    ...(q.totalValue ? [] : [sql.expr`bucket`]),
+    sql.expr`val`,
+  ];
+  const current = sql.query`SELECT ${columns}, 0 AS cmp FROM ${answerRows(q, ctx)} AS r`;
+  const previous = sql.query`SELECT ${columns}, 1 AS cmp FROM ${answerRows(q, previousContext(ctx, compare))} AS r`;
+  return { kind: 'unionAll', queries: [current, previous] };
+}
+
+export function compileTrends(q: CheckedTrends, ctx: CompileContext): CompiledInsight {
   const breakdown = q.base.breakdown;
   const time = !q.totalValue;
-  let rows: Query = parts.length === 1 ? parts[0]! : { kind: 'unionAll', queries: parts };
-  let labels = array(q.series.map((_, i) => str(seriesLabel(q, i))));
-  if (q.formulas.length > 0) {
-    rows = formulaRows(rows, q.formulas, q.series.length, { breakdown: breakdown !== null, time });
-    labels = array(q.formulas.map((f) => str(f.label)));
-  }
+  const rows = q.compare ? comparedRows(q, ctx, q.compare) : answerRows(q, ctx);
+  const labels =
+    q.formulas.length > 0
+      ? array(q.formulas.map((f) => str(f.label)))
+      : array(q.series.map((_, i) => str(seriesLabel(q, i))));
   const partition: Expr[] = [sql.expr`si`];
   const columns: Expr[] = [sql.expr`si AS series_index`, sql.expr`${labels}[si + 1] AS series`];
   const order: Expr[] = [sql.expr`si`];
+  if (q.compare) {
+    columns.push(sql.expr`if(cmp = 0, 'current', 'previous') AS compare_label`);
+    partition.unshift(sql.expr`cmp`);
+    // PostHog's order: every current series, then every previous one.
+    order.unshift(sql.expr`cmp`);
+  }
   if (breakdown) {
     const several = breakdown.breakdowns.length > 1;
     const other = several ? array(breakdown.breakdowns.map(() => str(OTHER))) : str(OTHER);

@@ -8,6 +8,7 @@ import { BASE_FIELDS, BASE_IGNORED, readBase, readEventsNode, type EventsNode } 
 import { INTERVALS, resolveRange, type Interval } from './date-range.ts';
 import type { CheckedInsight, InsightKindSpec } from './kind.ts';
 import { invalidInsight, ObjectReader } from './reader.ts';
+import { readCompareFilter, type Compare } from './trends-compare.ts';
 import { parseFormula, type Formula } from './trends-formula.ts';
 import { compileTrends } from './trends-compile.ts';
 
@@ -76,6 +77,8 @@ export interface CheckedTrends extends CheckedInsight {
   readonly cumulative: boolean;
   /** When given, the answer is these formulas' rows instead of the series'. */
   readonly formulas: readonly Formula[];
+  /** Also answer an earlier period (`compare_label`): null when not comparing. */
+  readonly compare: Compare | null;
 }
 
 /** Maths whose running sum is a meaningful total (a count or a sum of values). */
@@ -100,7 +103,7 @@ function readTrends(q: ObjectReader): CheckedTrends {
   const series = items.map(({ value, path }) => readEventsNode(value, path));
   const interval = q.oneOf('interval', INTERVALS, 'day');
   const { display, formulas } = readTrendsFilter(q.object('trendsFilter'), series.length);
-  readCompareFilter(q.object('compareFilter'));
+  const compare = readCompareFilter(q.object('compareFilter'), base.dateRange.dateFrom);
   const cumulative = display === 'ActionsLineGraphCumulative';
   if (cumulative) {
     series.forEach((s, i) => {
@@ -120,6 +123,7 @@ function readTrends(q: ObjectReader): CheckedTrends {
     totalValue: TOTAL_VALUE_DISPLAYS.includes(display),
     cumulative,
     formulas,
+    compare,
   };
 }
 
@@ -168,19 +172,6 @@ function readFormulas(f: ObjectReader, seriesCount: number): Formula[] {
     }
     return { text, label: customName || `Formula (${text})` };
   });
-}
-
-function readCompareFilter(f: ObjectReader | undefined): void {
-  if (!f) return;
-  f.only(['compare', 'compare_to']);
-  if (f.boolean('compare', false)) {
-    throw invalidInsight(
-      f.at('compare'),
-      `'${f.at('compare')}' = true is not supported: Weir answers the range itself, not a previous period.`,
-    );
-  }
-  // compare_to without compare changes nothing (PostHog's rule), so it is taken.
-  f.string('compare_to');
 }
 
 export const trends: InsightKindSpec<CheckedTrends> = {
