@@ -1,13 +1,13 @@
-import { gunzip, gunzipSync } from 'node:zlib';
-import { promisify } from 'node:util';
 import LZString from 'lz-string';
 import { AppError } from '../errors/app-error.ts';
+import { contentCodings, undoCodingsAsync, undoCodingsSync, type Coding } from './content-coding.ts';
 import { MAX_DECODED_BYTES } from './limits.ts';
+import { NOT_EVENTS } from './payload.ts';
 
-const gunzipAsync = promisify(gunzip);
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 /** Small bodies inflate faster inline than through the thread pool. */
-const INLINE_GUNZIP_BYTES = 64 * 1024;
+const INLINE_INFLATE_BYTES = 64 * 1024;
+const GZIP: readonly Coding[] = ['gzip'];
 
 export interface EncodedBody {
   readonly body: Buffer;
@@ -25,13 +25,27 @@ export interface Decoded {
 
 /**
  * Turns a capture body into the JSON value it carries, whatever way the SDK sent it (SPEC §2 "Bodies"):
- * gzip (header, query or magic bytes), lz-string base64, `data=` form fields (JSON, base64 JSON or lz64),
- * and plain JSON as application/json or text/plain. Any failure is a 400 `invalid_payload`; growing past
- * 100 MiB while inflating is a 413. Synchronous (a value or a throw) but for a gzip body over 64 KiB, which
- * is inflated on the thread pool (a promise).
+ * the codings its Content-Encoding names (gzip, deflate, br; others are a 415), then gzip named by the query
+ * or recognised by its magic bytes, lz-string base64, `data=` form fields (JSON, base64 JSON or lz64), and
+ * plain JSON as application/json or text/plain. Any failure is a 400 `invalid_payload`; growing past
+ * 100 MiB while inflating is a 413. Synchronous (a value or a throw) but for a compressed body over 64 KiB,
+ * which is inflated on the thread pool (a promise).
  */
 export function decodeBody(input: EncodedBody): Decoded | Promise<Decoded> {
-  const bytes = input.body;
+  const codings = contentCodings(input.contentEncoding);
+  if (codings.length === 0) return decodeContent(input.body, input, false);
+  const gzipped = codings.includes('gzip');
+  // Synchronous unless the body is large: most requests are decoded without a promise in between.
+  if (input.body.length <= INLINE_INFLATE_BYTES)
+    return decodeContent(undoCodingsSync(input.body, codings), input, gzipped);
+  return undoCodingsAsync(input.body, codings).then((bytes) => decodeContent(bytes, input, gzipped));
+}
+
+/**
+ * A body its Content-Encoding is undone from. `ungzipped` says a coding was gzip already: SDKs that name
+ * gzip both in the header and in the query compress once.
+ */
+function decodeContent(bytes: Buffer, input: EncodedBody, ungzipped: boolean): Decoded | Promise<Decoded> {
   let compression = input.compression;
 
   // A form body carries the payload in `data=`; but `curl -d '{…}'` labels raw JSON as a form too.
@@ -50,14 +64,13 @@ export function decodeBody(input: EncodedBody): Decoded | Promise<Decoded> {
   if (compression === 'lz64' || compression === 'lz-string') return parseJson(lzDecompress(utf8(bytes)));
 
   const gzipped =
-    compression === 'gzip' ||
-    compression === 'gzip-js' ||
-    input.contentEncoding.toLowerCase().includes('gzip') ||
-    (bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b);
+    !ungzipped &&
+    (compression === 'gzip' ||
+      compression === 'gzip-js' ||
+      (bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b));
   if (!gzipped) return parseText(utf8(bytes), false);
-  // Synchronous unless the body is large: most requests are decoded without a promise in between.
-  if (bytes.length <= INLINE_GUNZIP_BYTES) return parseText(utf8(inflateSync(bytes)), false);
-  return inflateAsync(bytes).then((inflated) => parseText(utf8(inflated), false));
+  if (bytes.length <= INLINE_INFLATE_BYTES) return parseText(utf8(undoCodingsSync(bytes, GZIP)), false);
+  return undoCodingsAsync(bytes, GZIP).then((inflated) => parseText(utf8(inflated), false));
 }
 
 function looksLikeJson(bytes: Buffer): boolean {
@@ -66,29 +79,6 @@ function looksLikeJson(bytes: Buffer): boolean {
     return b === 0x7b || b === 0x5b;
   }
   return false;
-}
-
-function inflateSync(bytes: Buffer): Buffer {
-  try {
-    return gunzipSync(bytes, { maxOutputLength: MAX_DECODED_BYTES });
-  } catch (err) {
-    throw inflateError(err);
-  }
-}
-
-async function inflateAsync(bytes: Buffer): Promise<Buffer> {
-  try {
-    return await gunzipAsync(bytes, { maxOutputLength: MAX_DECODED_BYTES });
-  } catch (err) {
-    throw inflateError(err);
-  }
-}
-
-function inflateError(err: unknown): AppError {
-  if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
-    return new AppError('payload_too_large', { detail: 'The body inflates to more than 100 MiB.' });
-  }
-  return invalid('The body is not valid gzip.', err);
 }
 
 function lzDecompress(text: string): string {
@@ -111,6 +101,7 @@ function parseText(text: string, fromForm: boolean): Decoded {
   const first = firstNonSpace(text);
   if (first === '{' || first === '[') return parseJson(text);
   if (first === '') throw invalid('The body is empty.');
+  if (isJsonScalar(text)) throw invalid(NOT_EVENTS);
   const b64 = fromForm ? text.trim().replaceAll(' ', '+') : text.trim();
   if (!/^[A-Za-z0-9+/=_-]+$/.test(b64)) throw invalid('The body is not JSON.');
   return parseJson(utf8(Buffer.from(b64, 'base64')));
@@ -160,6 +151,20 @@ function escaped(text: string, at: number): boolean {
   let backslashes = 0;
   for (let k = at - 1; text.charCodeAt(k) === 0x5c; k--) backslashes++;
   return (backslashes & 1) === 1;
+}
+
+/**
+ * Whether text that does not start with `{` or `[` is JSON all the same: a number, a string, true, false or
+ * null. Such text is never base64 of a JSON text (its first character would decode to a byte no JSON text
+ * starts with), so the body is JSON that is not events, not undecodable base64.
+ */
+function isJsonScalar(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function utf8(bytes: Buffer): string {

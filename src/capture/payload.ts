@@ -13,6 +13,9 @@ export interface Payload {
   readonly items: readonly JsonObject[];
 }
 
+/** Why a body that decodes to JSON is refused when that JSON is not an object or an array. */
+export const NOT_EVENTS = 'The body is valid JSON, but not an event, a batch or an array of events.';
+
 export function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -36,7 +39,7 @@ export function readPayload(value: unknown, batchRoute: boolean, querySentAt: st
       items = [value];
     }
   } else {
-    throw new AppError('invalid_payload', { detail: 'The body must be a JSON object or array.' });
+    throw new AppError('invalid_payload', { detail: NOT_EVENTS });
   }
   if (items.length === 0) throw new AppError('empty_batch', { attr: 'batch' });
 

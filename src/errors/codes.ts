@@ -10,6 +10,7 @@ export type ErrorType =
   | 'not_found'
   | 'method_not_allowed'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'throttled'
   | 'server_error'
   | 'unavailable'
@@ -22,6 +23,7 @@ export const STATUS_OF_TYPE: Readonly<Record<ErrorType, number>> = {
   not_found: 404,
   method_not_allowed: 405,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   throttled: 429,
   server_error: 500,
   unavailable: 503,
@@ -54,6 +56,10 @@ export const ERROR_CODES = {
   invalid_alias: { type: 'validation_error', detail: '$create_alias needs a string alias.' },
   missing_survey_id: { type: 'validation_error', detail: 'Survey events need a $survey_id property.' },
   payload_too_large: { type: 'payload_too_large', detail: 'The request body is too large.' },
+  unsupported_encoding: {
+    type: 'unsupported_media_type',
+    detail: 'The body has a Content-Encoding capture does not take: gzip, deflate and br are taken.',
+  },
   unavailable: {
     type: 'unavailable',
     detail: 'Weir cannot take more events right now; retry after the time in Retry-After.',

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import t from 'tap';
 import LZString from 'lz-string';
 import { decodeBody, jsonDepth, MAX_JSON_DEPTH, type EncodedBody } from '../../src/capture/decode.ts';
@@ -113,6 +113,65 @@ t.test('undecodable bodies are invalid_payload', async (t) => {
   ];
   for (const [name, input] of cases)
     t.same(await refusal(input), { code: 'invalid_payload', status: 400 }, name);
+});
+
+t.test('Content-Encoding: the codings named are undone, last applied first', async (t) => {
+  const cases: [string, Buffer][] = [
+    ['br', brotliCompressSync(JSON_TEXT)],
+    ['deflate', deflateSync(JSON_TEXT)],
+    ['x-gzip', gzipSync(JSON_TEXT)],
+    ['BR', brotliCompressSync(JSON_TEXT)],
+    ['deflate, br', brotliCompressSync(deflateSync(JSON_TEXT))],
+    ['identity, gzip', gzipSync(JSON_TEXT)],
+    ['identity', Buffer.from(JSON_TEXT)],
+  ];
+  for (const [header, bytes] of cases) {
+    const { value } = await decodeBody(body(bytes, { contentEncoding: header }));
+    t.same(value, EVENT, header);
+  }
+  // posthog-js names gzip in the query; a client naming it in both compressed once.
+  const once = body(gzipSync(JSON_TEXT), { contentEncoding: 'gzip', compression: 'gzip-js' });
+  t.same((await decodeBody(once)).value, EVENT, 'gzip in the header and the query');
+  const form = new URLSearchParams({ data: JSON_TEXT }).toString();
+  t.same(
+    (await decodeBody(body(brotliCompressSync(form), { contentType: FORM, contentEncoding: 'br' }))).value,
+    EVENT,
+    'a br form body: the coding is undone before the form is read',
+  );
+});
+
+t.test('Content-Encoding refusals: 415 for a coding not taken, 400 for a body that is not one', async (t) => {
+  for (const header of ['zstd', 'compress', 'br, zstd'])
+    t.same(
+      await refusal(body(JSON_TEXT, { contentEncoding: header })),
+      { code: 'unsupported_encoding', status: 415 },
+      header,
+    );
+  for (const header of ['br', 'deflate', 'gzip, br'])
+    t.same(
+      await refusal(body(JSON_TEXT, { contentEncoding: header })),
+      { code: 'invalid_payload', status: 400 },
+      header,
+    );
+  // Over 64 KiB on the wire: undone on the thread pool, refused the same way.
+  const noise = randomBytes(100_000);
+  t.same(
+    await refusal(body(noise, { contentEncoding: 'br' })),
+    { code: 'invalid_payload', status: 400 },
+    'large',
+  );
+});
+
+t.test('JSON that is not an object or an array is refused as such', (t) => {
+  for (const text of ['12345', 'null', 'false', '"x"', ' 7 ']) {
+    try {
+      decodeBody(body(text));
+      t.fail(`${text} accepted`);
+    } catch (err) {
+      t.match(err, { code: 'invalid_payload', message: /valid JSON, but not an event/ }, text);
+    }
+  }
+  t.end();
 });
 
 t.test('JSON exactly MAX_JSON_DEPTH deep is accepted', (t) => {
