@@ -235,3 +235,15 @@ t.test('a range without events is every cell zero; another project is not read',
   });
   t.same(await handSql(store, hand), expected, 'hand-written SQL agrees');
 });
+
+t.test('a date_from after date_to is a range without periods: no rows', async (t) => {
+  const store = await insightStore(t);
+  await insertEvents(store, SHOP);
+  const answer = await runInsight(
+    store,
+    { ...SHOP_QUERY, dateRange: { date_from: '2024-03-05', date_to: '2024-03-01' } },
+    { now: new Date('2024-04-01T00:00:00Z') },
+  );
+  t.same(answer.columns, COLUMNS);
+  t.same(answer.rows, []);
+});
