@@ -258,3 +258,27 @@ t.test('each series ranks its own values and has its own Other', async (t) => {
   );
   t.same(hand, [[6]], 'u1, u2, u6, u7, u8 and u9, each once');
 });
+
+t.test(
+  'weekly_active by value: Other counts the persons of the other values in each window once',
+  async (t) => {
+    const a = await trend({ breakdown: 'genre', breakdown_limit: 2 }, { node: { math: 'weekly_active' } });
+    // Every play is within 7 days, so each day's window holds all plays so far. Totals: jazz 1+2+3 = 6,
+    // rock 6, null 5, pop 4, blues 3, folk 2.
+    t.same(breakdownsOf(a, 0), ['jazz', 'rock', 'Other']);
+    t.same(valuesOf(a, 0, 'jazz'), [1, 2, 3]);
+    t.same(valuesOf(a, 0, 'rock'), [1, 2, 3]);
+    t.same(valuesOf(a, 0, 'Other'), [2, 4, 6], 'u8, u2; then u9, u1; then u6, u7');
+    const hand = await handSql(
+      store,
+      `SELECT d, uniqExactIf(person_id, toDate(timestamp) <= d) FROM events FINAL
+     ARRAY JOIN [toDate('2024-05-01'), toDate('2024-05-02'), toDate('2024-05-03')] AS d
+     WHERE project_id = {project:UInt64} AND (${HAND_GENRE} IS NULL OR ${HAND_GENRE} NOT IN ('rock', 'jazz'))
+     GROUP BY d ORDER BY d`,
+    );
+    t.same(
+      hand.map((r) => r[1]),
+      [2, 4, 6],
+    );
+  },
+);
