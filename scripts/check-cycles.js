@@ -32,6 +32,8 @@ const ALLOWED = {
   store: [],
   catalog: [],
   bus: [],
+  // The ObjectStore adapters: the port is in core/, and only composition (roles/, cli/, main.ts) picks one.
+  objects: [],
   capture: ['bus', 'http', 'catalog'],
   ingest: ['bus', 'store'],
   query: ['store', 'catalog'],

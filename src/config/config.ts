@@ -74,6 +74,30 @@ export interface Config {
    * @default 1 on a machine with four cores or more, else 0
    */
   readonly captureThreads: number;
+  /**
+   * S3 bucket holding materializations. Set, Weir uses it (with the other `s3*` settings); unset, objects are
+   * files under `<data dir>/objects/`. @default undefined (the directory)
+   */
+  readonly s3Bucket: string | undefined;
+  /**
+   * S3 endpoint URL, for an S3-compatible service (MinIO, Ceph, R2, …). @default undefined (AWS's endpoint for
+   * the region)
+   */
+  readonly s3Endpoint: string | undefined;
+  /** S3 region; S3-compatible services mostly accept any. @default 'us-east-1' */
+  readonly s3Region: string;
+  /**
+   * S3 access key id; set with the secret, or neither. @default undefined (the AWS SDK's credential chain:
+   * `AWS_*` variables, profile, instance or pod role)
+   */
+  readonly s3AccessKeyId: string | undefined;
+  /** S3 secret access key; set with the access key id, or neither. @default undefined (as above) */
+  readonly s3SecretAccessKey: string | undefined;
+  /**
+   * Address buckets as `endpoint/bucket` rather than `bucket.endpoint`: most self-hosted S3-compatible
+   * services need it, since they have no DNS name per bucket. @default false
+   */
+  readonly s3ForcePathStyle: boolean;
 }
 
 type Parser<T> = (raw: string, name: string) => T;
@@ -119,6 +143,18 @@ function oneOf<T extends string>(values: readonly T[]): Parser<T> {
 }
 
 const logLevel: Parser<Config['logLevel']> = oneOf(LOG_LEVELS);
+
+const httpUrl: Parser<string | undefined> = (raw, name) => {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new ConfigError(`${name} must be a URL, got '${raw}'`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(`${name} must be an http or https URL, got '${raw}'`);
+  return raw.trim();
+};
 
 const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
   host: { key: 'host', env: 'WEIR_HOST', flag: 'host', parse: str, default: '127.0.0.1' },
@@ -232,6 +268,17 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     parse: int(0, 64),
     default: availableParallelism() >= 4 ? 1 : 0,
   },
+  s3Bucket: { key: 's3Bucket', env: 'WEIR_S3_BUCKET', parse: optStr, default: undefined },
+  s3Endpoint: { key: 's3Endpoint', env: 'WEIR_S3_ENDPOINT', parse: httpUrl, default: undefined },
+  s3Region: { key: 's3Region', env: 'WEIR_S3_REGION', parse: str, default: 'us-east-1' },
+  s3AccessKeyId: { key: 's3AccessKeyId', env: 'WEIR_S3_ACCESS_KEY_ID', parse: optStr, default: undefined },
+  s3SecretAccessKey: {
+    key: 's3SecretAccessKey',
+    env: 'WEIR_S3_SECRET_ACCESS_KEY',
+    parse: optStr,
+    default: undefined,
+  },
+  s3ForcePathStyle: { key: 's3ForcePathStyle', env: 'WEIR_S3_FORCE_PATH_STYLE', parse: bool, default: false },
 };
 
 export class ConfigError extends Error {
@@ -286,6 +333,9 @@ export function loadConfig(
       problems.push(err instanceof Error ? err.message : String(err));
     }
   }
+  // A key id without its secret (or the reverse) would silently fall back to the SDK's credential chain.
+  if ((out['s3AccessKeyId'] === undefined) !== (out['s3SecretAccessKey'] === undefined))
+    problems.push('WEIR_S3_ACCESS_KEY_ID and WEIR_S3_SECRET_ACCESS_KEY must be set together');
   if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   out['dataDir'] = resolve(out['dataDir'] as string);
   return Object.freeze(out) as unknown as Config;
