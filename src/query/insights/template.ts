@@ -55,7 +55,8 @@ function parseTemplate(strings: TemplateStringsArray, holes: readonly Hole[], wr
       if (i < holes.length) {
         const h = holes[i]!;
         if (isRaw(h)) text += `${HOLE}raw_${i}`;
-        else if (/(?:FROM|JOIN)\s*$/i.test(s)) text += `${HOLE}${i}`;
+        // A hole right after FROM or JOIN is a table; after ARRAY JOIN it is an expression.
+        else if (/(?:FROM|(?<!ARRAY\s+)JOIN)\s*$/i.test(s)) text += `${HOLE}${i}`;
         else text += `{variables.${HOLE}${i}}`;
       }
     });
