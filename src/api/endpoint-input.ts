@@ -3,7 +3,9 @@
  * field on refusal. Whether the query compiles and its variables match is the query layer's check.
  */
 import {
+  MATERIALIZATION_BUCKETS,
   SYNC_FREQUENCIES,
+  type MaterializationBucket,
   VARIABLE_TYPES,
   type EndpointQuery,
   type InsightEndpointQuery,
@@ -22,6 +24,7 @@ export const ENDPOINT_FIELDS = [
   'is_active',
   'is_materialized',
   'sync_frequency',
+  'materialization_bucket',
 ];
 /** What `PATCH …?version=N` changes: the flags of that version. */
 export const VERSION_FIELDS = ['is_active', 'is_materialized'];
@@ -44,6 +47,7 @@ export interface EndpointFields {
   readonly isActive?: boolean;
   readonly isMaterialized?: boolean;
   readonly syncFrequency?: SyncFrequency;
+  readonly materializationBucket?: MaterializationBucket;
 }
 
 export function readEndpointFields(
@@ -63,6 +67,9 @@ export function readEndpointFields(
     isActive: readBoolean(body, 'is_active'),
     isMaterialized: readBoolean(body, 'is_materialized'),
     syncFrequency: isPresent(body, 'sync_frequency') ? readSyncFrequency(body['sync_frequency']) : undefined,
+    materializationBucket: isPresent(body, 'materialization_bucket')
+      ? readBucket(body['materialization_bucket'])
+      : undefined,
   };
 }
 
@@ -200,6 +207,16 @@ function readSyncFrequency(value: unknown): SyncFrequency {
     throw invalid('sync_frequency', `'sync_frequency' is one of ${SYNC_FREQUENCIES.join(', ')}.`);
   }
   return value as SyncFrequency;
+}
+
+function readBucket(value: unknown): MaterializationBucket {
+  if (typeof value !== 'string' || !(MATERIALIZATION_BUCKETS as readonly string[]).includes(value)) {
+    throw invalid(
+      'materialization_bucket',
+      `'materialization_bucket' is one of ${MATERIALIZATION_BUCKETS.join(', ')}: the bucket a range variable's column is kept at.`,
+    );
+  }
+  return value as MaterializationBucket;
 }
 
 /** A `version` query-string parameter: a positive integer, or undefined when absent. */

@@ -25,6 +25,7 @@ export function endpointJson(e: Endpoint, shown?: EndpointVersion): Record<strin
     is_active: shown ? v.isActive : e.isActive,
     is_materialized: v.isMaterialized,
     sync_frequency: e.syncFrequency,
+    materialization_bucket: e.materializationBucket,
     current_version: current.version,
     versions_count: e.versions.length,
     endpoint_path: runPath(e.projectId, e.name),

@@ -55,6 +55,7 @@ export function registerEndpointRoutes(app: TemplatedApp, deps: EndpointRoutesDe
           cacheAgeSeconds: fields.cacheAgeSeconds ?? DEFAULT_CACHE_AGE_SECONDS,
           isActive: fields.isActive ?? true,
           syncFrequency: fields.syncFrequency ?? '24hour',
+          materializationBucket: fields.materializationBucket ?? 'day',
           query: fields.query,
           variables,
           isMaterialized: false,
@@ -85,6 +86,7 @@ export function registerEndpointRoutes(app: TemplatedApp, deps: EndpointRoutesDe
           cacheAgeSeconds: fields.cacheAgeSeconds,
           isActive: fields.isActive,
           syncFrequency: fields.syncFrequency,
+          materializationBucket: fields.materializationBucket,
           ...decideVersionChange(current, fields, who.key.id),
         }));
         if (!updated) throw noEndpoint(project, name); // deleted meanwhile

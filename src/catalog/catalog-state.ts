@@ -61,7 +61,11 @@ export class CatalogState {
         createdBy: k.createdBy ?? null,
         revokedAt: k.revokedAt ?? null,
       })),
-      endpoints: raw.endpoints ?? [],
+      // Files written before materialization lack the bucket (its default is a day).
+      endpoints: (raw.endpoints ?? []).map((e) => ({
+        ...e,
+        materializationBucket: e.materializationBucket ?? 'day',
+      })),
     });
   }
 
@@ -167,6 +171,7 @@ export class CatalogState {
         ...old,
         isActive: target.isActive ?? old.isActive,
         isMaterialized: target.isMaterialized ?? old.isMaterialized,
+        ...(target.materialization ? { materialization: target.materialization } : {}),
       };
       versions = versions.map((v) => (v === old ? updated : v));
     }
@@ -183,6 +188,7 @@ export class CatalogState {
       cacheAgeSeconds: change.cacheAgeSeconds ?? current.cacheAgeSeconds,
       isActive: change.isActive ?? current.isActive,
       syncFrequency: change.syncFrequency ?? current.syncFrequency,
+      materializationBucket: change.materializationBucket ?? current.materializationBucket,
       versions,
       updatedAt: at,
     };

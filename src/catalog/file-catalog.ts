@@ -177,6 +177,7 @@ export class FileCatalog implements Catalog {
       cacheAgeSeconds: input.cacheAgeSeconds,
       isActive: input.isActive,
       syncFrequency: input.syncFrequency,
+      materializationBucket: input.materializationBucket,
       createdAt: now,
       updatedAt: now,
       versions: [

@@ -190,7 +190,27 @@ export interface VariableDeclaration {
 export const SYNC_FREQUENCIES = ['5min', '1hour', '6hour', '12hour', '24hour', '7day'] as const;
 export type SyncFrequency = (typeof SYNC_FREQUENCIES)[number];
 
-/** The query an endpoint runs. SQL-based for now; insight kinds join this union later. */
+/** The bucket a materialized range variable's column is kept at (SPEC §4). */
+export const MATERIALIZATION_BUCKETS = ['hour', 'day', 'week', 'month'] as const;
+export type MaterializationBucket = (typeof MATERIALIZATION_BUCKETS)[number];
+
+/** Where a version's materialization stands (SPEC §4); kept with the version in the catalog. */
+export interface MaterializationState {
+  /** `pending`: a refresh is asked for; `running`: one is under way; then `completed` or `failed`. */
+  readonly status: 'pending' | 'running' | 'completed' | 'failed';
+  /** When the result being served was computed; null before the first completed refresh. */
+  readonly lastMaterializedAt: string | null;
+  readonly rows: number | null;
+  readonly bytes: number | null;
+  /** Why the last refresh failed (the previous result, if any, is still served). */
+  readonly error: string | null;
+  /** The object holding the result being served; null before the first completed refresh. */
+  readonly objectKey: string | null;
+  /** Who runs the refresh now and until when (a lease another process respects), or null. */
+  readonly lease: { readonly owner: string; readonly until: string } | null;
+}
+
+/** The query an endpoint runs: SQL in the dialect, or an insight. */
 export interface HogQLEndpointQuery {
   readonly kind: 'HogQLQuery';
   /** The SQL text, in the dialect of DESIGN.md. */
@@ -216,6 +236,8 @@ export interface EndpointVersion {
   /** An inactive version does not run (404), while the endpoint's other versions do. */
   readonly isActive: boolean;
   readonly isMaterialized: boolean;
+  /** The version's materialization, once one was asked for; absent before. */
+  readonly materialization?: MaterializationState;
   readonly createdAt: string;
   /** The personal API key that made it, or null. */
   readonly createdBy: string | null;
@@ -234,6 +256,8 @@ export interface Endpoint {
   /** An inactive endpoint does not run, whatever the version (404). */
   readonly isActive: boolean;
   readonly syncFrequency: SyncFrequency;
+  /** The bucket range variables of its materialized versions are kept at. @default 'day' */
+  readonly materializationBucket: MaterializationBucket;
   readonly createdAt: string;
   readonly updatedAt: string;
   /** Oldest first; never empty, never shortened. The newest is the current version. */
@@ -246,6 +270,7 @@ export interface NewEndpoint {
   readonly cacheAgeSeconds: number;
   readonly isActive: boolean;
   readonly syncFrequency: SyncFrequency;
+  readonly materializationBucket: MaterializationBucket;
   readonly query: EndpointQuery;
   readonly variables: Readonly<Record<string, VariableDeclaration>>;
   readonly isMaterialized: boolean;
@@ -259,6 +284,7 @@ export interface EndpointChange {
   readonly cacheAgeSeconds?: number;
   readonly isActive?: boolean;
   readonly syncFrequency?: SyncFrequency;
+  readonly materializationBucket?: MaterializationBucket;
   /** Adds a version after the newest (a changed query). */
   readonly newVersion?: Omit<EndpointVersion, 'version' | 'createdAt' | 'isActive'>;
   /** Changes the flags of an existing version. */
@@ -266,6 +292,8 @@ export interface EndpointChange {
     readonly version: number;
     readonly isActive?: boolean;
     readonly isMaterialized?: boolean;
+    /** Replaces the version's materialization state. */
+    readonly materialization?: MaterializationState;
   };
 }
 

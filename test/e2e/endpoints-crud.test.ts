@@ -29,6 +29,7 @@ const ENDPOINT_KEYS = [
   'is_active',
   'is_materialized',
   'materialization',
+  'materialization_bucket',
   'name',
   'query',
   'sync_frequency',
@@ -57,6 +58,7 @@ t.test('create answers 201 with every field of SPEC §4, version 1 and the defau
     is_active: true,
     is_materialized: false,
     sync_frequency: '24hour',
+    materialization_bucket: 'day',
     current_version: 1,
     versions_count: 1,
     endpoint_path: '/api/environments/1/endpoints/daily_events/run',
@@ -497,6 +499,13 @@ t.test('body fields: required, typed, unknown ones refused', async (t) => {
     400,
     'invalid_input',
     'sync_frequency',
+  );
+  refused(
+    t,
+    await endpointsApi(w, 'POST', '', { name: 'x', query: q, materialization_bucket: 'minute' }),
+    400,
+    'invalid_input',
+    'materialization_bucket',
   );
   refused(
     t,

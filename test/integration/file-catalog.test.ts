@@ -158,6 +158,7 @@ const NEW_ENDPOINT = {
   cacheAgeSeconds: 300,
   isActive: true,
   syncFrequency: '24hour' as const,
+  materializationBucket: 'day' as const,
   query: { kind: 'HogQLQuery' as const, query: 'SELECT 1' },
   variables: {},
   isMaterialized: false,

@@ -106,6 +106,7 @@ function endpoint(name: string, projectId = 1): Endpoint {
     cacheAgeSeconds: 300,
     isActive: true,
     syncFrequency: '24hour',
+    materializationBucket: 'day',
     createdAt: T0,
     updatedAt: T0,
     versions: [
