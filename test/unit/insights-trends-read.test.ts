@@ -5,7 +5,8 @@
 import t, { type Test } from 'tap';
 import { AppError } from '../../src/errors/app-error.ts';
 import { readInsight } from '../../src/query/insights/insight.ts';
-import { trends, TRENDS_FILTER_IGNORED, type CheckedTrends } from '../../src/query/insights/trends.ts';
+import { trends, TRENDS_FILTER_IGNORED } from '../../src/query/insights/trends.ts';
+import type { CheckedTrends } from '../../src/query/insights/trends-types.ts';
 
 const node = (extra: Record<string, unknown> = {}) => ({ kind: 'EventsNode', event: '$pageview', ...extra });
 const base = (extra: Record<string, unknown> = {}) => ({ kind: 'TrendsQuery', series: [node()], ...extra });

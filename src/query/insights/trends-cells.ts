@@ -9,7 +9,7 @@ import type { Expr, SelectQuery } from '../dialect/mod.ts';
 import { bucketStart, intervalOf, type Interval } from './date-range.ts';
 import type { CompileContext } from './kind.ts';
 import { alias, array, num, sql, str } from './template.ts';
-import type { CheckedTrends } from './trends.ts';
+import type { CheckedTrends } from './trends-types.ts';
 import type { Pass, PassEvents, StateColumn } from './trends-events.ts';
 import { ACTIVE_DAYS, finalValue, mergeOf, stateOf, valueOf } from './trends-math.ts';
 

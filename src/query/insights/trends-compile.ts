@@ -12,7 +12,7 @@ import type { Expr, OrderItem, Query, SelectQuery } from '../dialect/mod.ts';
 import { bucketLabel } from './date-range.ts';
 import { OTHER, type CompileContext, type CompiledInsight } from './kind.ts';
 import { array, num, sql, str } from './template.ts';
-import type { CheckedTrends } from './trends.ts';
+import type { CheckedTrends } from './trends-types.ts';
 import { bucketsExpr, bySeries, cellsQuery, rankedQuery } from './trends-cells.ts';
 import { passEvents, type Pass } from './trends-events.ts';
 import { previousContext, type Compare } from './trends-compare.ts';

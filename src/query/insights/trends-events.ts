@@ -12,7 +12,7 @@ import type { Breakdown, EventsNode } from './common.ts';
 import { actor, breakdownValue, eventIs, filtersExpr } from './events.ts';
 import { selectionCondition, type CompileContext } from './kind.ts';
 import { alias, and, array, num, or, sql, str, tuple } from './template.ts';
-import type { CheckedTrends } from './trends.ts';
+import type { CheckedTrends } from './trends-types.ts';
 import { ACTIVE_DAYS, mathAggregate, mathInput, type Aggregate } from './trends-math.ts';
 
 /** A part of the answer computed from one scan of the events. */

@@ -4,29 +4,14 @@
  * broken down by up to three properties. This file reads and checks the query; trends-compile.ts makes the
  * dialect query. docs/insights-trends.md lists every field and the decisions taken.
  */
-import { BASE_FIELDS, BASE_IGNORED, readBase, readEventsNode, type EventsNode } from './common.ts';
-import { INTERVALS, resolveRange, type Interval } from './date-range.ts';
-import type { CheckedInsight, InsightKindSpec } from './kind.ts';
+import { BASE_FIELDS, BASE_IGNORED, readBase, readEventsNode } from './common.ts';
+import { INTERVALS, resolveRange } from './date-range.ts';
+import type { InsightKindSpec } from './kind.ts';
 import { invalidInsight, ObjectReader } from './reader.ts';
-import { readCompareFilter, type Compare } from './trends-compare.ts';
+import { readCompareFilter } from './trends-compare.ts';
 import { parseFormula, type Formula } from './trends-formula.ts';
 import { compileTrends } from './trends-compile.ts';
-
-/** PostHog's `ChartDisplayType`. */
-export const DISPLAYS = [
-  'ActionsLineGraph',
-  'ActionsBar',
-  'ActionsUnstackedBar',
-  'ActionsStackedBar',
-  'ActionsAreaGraph',
-  'ActionsLineGraphCumulative',
-  'BoldNumber',
-  'ActionsPie',
-  'ActionsBarValue',
-  'ActionsTable',
-  'WorldMap',
-] as const;
-export type Display = (typeof DISPLAYS)[number];
+import { DISPLAYS, type CheckedTrends, type Display } from './trends-types.ts';
 
 /** Displays of one number per series × breakdown value (PostHog's NON_TIME_SERIES_DISPLAY_TYPES). */
 const TOTAL_VALUE_DISPLAYS: readonly Display[] = [
@@ -64,22 +49,6 @@ export const TRENDS_FILTER_IGNORED = [
   'detailedResultsAggregationType',
   'breakdown_histogram_bin_count',
 ];
-
-export interface CheckedTrends extends CheckedInsight {
-  readonly series: readonly EventsNode[];
-  /** @default 'day' */
-  readonly interval: Interval;
-  /** @default 'ActionsLineGraph' */
-  readonly display: Display;
-  /** One value per series × breakdown value over the whole range, no `date` (a total-value display). */
-  readonly totalValue: boolean;
-  /** Each interval's value is the running sum up to it (ActionsLineGraphCumulative). */
-  readonly cumulative: boolean;
-  /** When given, the answer is these formulas' rows instead of the series'. */
-  readonly formulas: readonly Formula[];
-  /** Also answer an earlier period (`compare_label`): null when not comparing. */
-  readonly compare: Compare | null;
-}
 
 /** Maths whose running sum is a meaningful total (a count or a sum of values). */
 const CUMULATIVE_MATHS: readonly string[] = ['total', 'sum'];
