@@ -32,6 +32,8 @@ export interface Report {
   readonly command: string;
   readonly startedAt: string;
   readonly revision: string;
+  /** Files of src/query/insights that differed from the commit when measured. */
+  readonly uncommittedInsights: readonly string[];
   readonly machine: Record<string, string | number>;
   readonly events: number;
   readonly generateSeconds: number;
@@ -49,7 +51,7 @@ export function markdownReport(r: Report, rawName: string): string {
   const lines: string[] = [];
   lines.push('# Insight endpoints benchmark: printed against hand-written SQL (issue 24)', '');
   lines.push(
-    `Made by \`${r.command}\` on ${r.startedAt}; Weir at ${r.revision}. Raw figures (every round, both SQL texts): [${rawName}](${rawName}).`,
+    `Made by \`${r.command}\` on ${r.startedAt}; Weir at ${r.revision}${r.uncommittedInsights.length > 0 ? ` (uncommitted in src/query/insights, measured as they were: ${r.uncommittedInsights.join(', ')})` : ''}. Raw figures (every round, both SQL texts): [${rawName}](${rawName}).`,
     '',
   );
   lines.push(

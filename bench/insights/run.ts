@@ -11,6 +11,7 @@
  * Prints the report and writes bench/results/insights.md and the raw figures beside it (`--quick` writes
  * nothing). `--events N`: another size; `--only <text>`: the scenarios whose name holds it.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -75,6 +76,7 @@ try {
     command: `npm run bench:insights${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`,
     startedAt,
     revision: weirRevision(),
+    uncommittedInsights: uncommitted('src/query/insights'),
     machine: machineInfo(),
     events,
     generateSeconds,
@@ -94,6 +96,22 @@ try {
 } finally {
   await store.close();
   rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * The files under `dir` that differ from the commit: in a checkout shared with others the measured code may
+ * be work in progress, and the report says which.
+ */
+function uncommitted(dir: string): string[] {
+  try {
+    const out = execFileSync('git', ['status', '--porcelain', '--', dir], { encoding: 'utf8' });
+    return out
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => l.slice(3));
+  } catch {
+    return [];
+  }
 }
 
 async function partsOf(s: ClickHouseStore): Promise<string> {
