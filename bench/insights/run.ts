@@ -34,7 +34,7 @@ const option = (name: string): string | undefined => {
 };
 const events = Number(option('--events') ?? (quick ? 1_000_000 : 10_000_000));
 const only = option('--only');
-const rounds = quick ? 3 : 7;
+const rounds = quick ? 3 : 9;
 const startedAt = new Date().toISOString();
 const scenarios = SCENARIOS.filter((s) => only === undefined || s.name.includes(only));
 
