@@ -68,6 +68,14 @@ export interface Config {
   /** Longest a graceful shutdown waits for in-flight work before giving up. @default 15000 */
   readonly shutdownTimeoutMs: number;
   /**
+   * MiB of materializations the query actors hold in memory as Arrow tables, all together (each actor its
+   * share); past it the least recently used is dropped and read again from object storage on its next run.
+   * @default 512
+   */
+  readonly materializedMemoryMb: number;
+  /** Query actor threads serving materialized runs. @default the cores less one, at least 1 */
+  readonly queryThreads: number;
+  /**
    * Threads that serve HTTP capture in `weir start` (and pass every other request on to the main thread,
    * which keeps ingest, the store and the API). 0 serves everything on the main thread. On two cores one
    * capture thread measured no faster and with a worse p99 (bench/results/capture.md), so it is off there.
@@ -261,6 +269,18 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     env: 'WEIR_SHUTDOWN_TIMEOUT_MS',
     parse: int(0, 3_600_000),
     default: 15_000,
+  },
+  materializedMemoryMb: {
+    key: 'materializedMemoryMb',
+    env: 'WEIR_MATERIALIZED_MEMORY_MB',
+    parse: int(1, 1_000_000),
+    default: 512,
+  },
+  queryThreads: {
+    key: 'queryThreads',
+    env: 'WEIR_QUERY_THREADS',
+    parse: int(1, 256),
+    default: Math.max(1, availableParallelism() - 1),
   },
   captureThreads: {
     key: 'captureThreads',

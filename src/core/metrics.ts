@@ -206,6 +206,46 @@ export class Metrics {
     labelNames: ['connection'] as const,
     registers: [this.registry],
   });
+  readonly materializedTables = new Gauge({
+    name: 'weir_materialized_tables',
+    help: 'Materializations held in memory as Arrow tables by the query actors.',
+    registers: [this.registry],
+  });
+  readonly materializedBytes = new Gauge({
+    name: 'weir_materialized_bytes',
+    help: 'Bytes of the Arrow tables held by the query actors (bounded by WEIR_MATERIALIZED_MEMORY_MB).',
+    registers: [this.registry],
+  });
+  readonly materializedLoads = new Counter({
+    name: 'weir_materialized_loads_total',
+    help: 'Materializations read from object storage into a query actor, by result (ok, failed).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly materializedLoadDuration = new Histogram({
+    name: 'weir_materialized_load_duration_seconds',
+    help: 'Time a query actor took to decode a materialization from Parquet into Arrow.',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly materializedEvictions = new Counter({
+    name: 'weir_materialized_evictions_total',
+    help: 'Materializations dropped from memory to stay within the bound (read again on their next run).',
+    registers: [this.registry],
+  });
+  readonly materializedRunDuration = new Histogram({
+    name: 'weir_materialized_run_duration_seconds',
+    help: 'Time from a run reaching the query pool to its answer, loading included, by result (ok, error).',
+    labelNames: ['result'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly queryActorRestarts = new Counter({
+    name: 'weir_query_actor_restarts_total',
+    help: 'Query actor threads started again, by reason (crash; retire: after a damaged Parquet object).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'weir_' });
