@@ -1,0 +1,256 @@
+/**
+ * A materialized run (SPEC §4), answered from the stored table as the ServingPlan says: keep the rows the
+ * run's variables select, merge them again per group when a range spans buckets, order, apply the query's
+ * own LIMIT and the page. Pure and synchronous, no I/O: what a query actor (worker thread) calls on the
+ * Arrow table it holds.
+ *
+ * Stored columns are read by index (a query's column names may repeat), and only the columns a step needs:
+ * the filter reads the variables' columns of every row, the answer's columns are read for the kept rows.
+ */
+import type { Table, Vector } from 'apache-arrow';
+import { AppError } from '../../errors/app-error.ts';
+import type { ParamValue } from '../clickhouse/variables.ts';
+import type {
+  InsightServing,
+  ServedResult,
+  ServingFilter,
+  ServingOutput,
+  ServingPlan,
+  SqlServing,
+} from './serving.ts';
+import { bucketStart, compare, comparable, kindOf, toJson, variableAs } from './values.ts';
+
+export interface ServingPage {
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
+export function executeServing(
+  table: Table,
+  plan: ServingPlan,
+  variables: Readonly<Record<string, ParamValue>>,
+  page: ServingPage,
+): ServedResult {
+  const types = plan.stored.map((c, i) => {
+    if (c.type === null) throw new Error('the serving plan is not described: its stored types are unknown');
+    return c.type ?? String(i);
+  });
+  if (table.numCols !== plan.stored.length) {
+    throw new Error(`the stored table has ${table.numCols} columns; its plan expects ${plan.stored.length}`);
+  }
+  const column = (i: number): Vector => table.getChildAt(i)!;
+  return plan.kind === 'sql'
+    ? executeSql(table.numRows, column, types, plan, variables, page)
+    : executeInsight(table.numRows, column, types, plan, variables);
+}
+
+function executeSql(
+  numRows: number,
+  column: (i: number) => Vector,
+  types: readonly string[],
+  plan: SqlServing,
+  variables: Readonly<Record<string, ParamValue>>,
+  page: ServingPage,
+): ServedResult {
+  const tests = plan.filters.map((f) => filterTest(f, column(f.column), types[f.column]!, variables));
+  const marker = plan.emptyMarker === null ? null : column(plan.emptyMarker);
+  let kept: number[] = [];
+  let emptyRow = -1;
+  for (let row = 0; row < numRows; row++) {
+    if (marker && Number(marker.get(row)) === 1) {
+      emptyRow = row;
+      continue;
+    }
+    if (tests.every((test) => test(row))) kept.push(row);
+  }
+  // A query with aggregates and no GROUP BY answers its row over no rows (count() 0, …) when none is kept.
+  if (kept.length === 0 && emptyRow >= 0) kept = [emptyRow];
+
+  const outputType = plan.outputs.map((o) => outputTypeOf(o, types));
+  let rows =
+    plan.mode === 'rows'
+      ? kept.map((row) =>
+          plan.outputs.map((o) =>
+            toJson(
+              column((o as { stored: number }).stored).get(row),
+              types[(o as { stored: number }).stored]!,
+            ),
+          ),
+        )
+      : reaggregate(kept, column, types, plan);
+  if (plan.distinct) {
+    const seen = new Set<string>();
+    rows = rows.filter((r) => {
+      const key = JSON.stringify(r.slice(0, plan.visible));
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+  }
+  if (plan.order.length > 0) rows.sort((a, b) => orderRows(a, b, plan));
+  const own = rows.slice(plan.offset, plan.limit === null ? undefined : plan.offset + plan.limit);
+  const from = own.slice(page.offset ?? 0);
+  const answer = page.limit === undefined ? from : from.slice(0, page.limit);
+  return {
+    columns: plan.outputs.slice(0, plan.visible).map((o) => o.name),
+    types: outputType.slice(0, plan.visible),
+    rows: answer.map((r) => (r.length === plan.visible ? r : r.slice(0, plan.visible))),
+    hasMore: page.limit !== undefined && from.length > page.limit,
+  };
+}
+
+/** The test of one variable's predicate on a row of the stored table. */
+function filterTest(
+  filter: ServingFilter,
+  vector: Vector,
+  type: string,
+  variables: Readonly<Record<string, ParamValue>>,
+): (row: number) => boolean {
+  if (!Object.hasOwn(variables, filter.variable)) {
+    throw new AppError('missing_variable', {
+      detail: `Required variable(s) '${filter.variable}' not provided`,
+      attr: 'variables',
+    });
+  }
+  const kind = kindOf(type);
+  let value = variableAs(variables[filter.variable]!, kind);
+  if (value === undefined) {
+    throw new AppError('invalid_variable', {
+      detail: `Variable '${filter.variable}': cannot be compared with its column, of type ${type}`,
+      attr: 'variables',
+    });
+  }
+  // A comparison with NULL is never true.
+  if (value === null) return () => false;
+  if (filter.bucket !== null && kind === 'time') value = bucketStart(value as number, filter.bucket);
+  const wanted = value;
+  const op = filter.op;
+  return (row) => {
+    const stored = comparable(vector.get(row), kind, type);
+    if (stored === null) return false;
+    const c = compare(stored, wanted);
+    return op === '=' ? c === 0 : op === '>=' ? c >= 0 : op === '>' ? c > 0 : op === '<' ? c < 0 : c <= 0;
+  };
+}
+
+function outputTypeOf(o: ServingOutput, types: readonly string[]): string {
+  if (o.kind !== 'avg') return types[o.stored]!;
+  return /^Nullable\(/.test(types[o.sum]!) ? 'Nullable(Float64)' : 'Float64';
+}
+
+interface Merge {
+  readonly key: unknown[];
+  readonly values: unknown[];
+  readonly counts: unknown[];
+}
+
+/** The kept rows grouped by their keys, each group's partial aggregates merged; JSON values. */
+function reaggregate(
+  kept: readonly number[],
+  column: (i: number) => Vector,
+  types: readonly string[],
+  plan: SqlServing,
+): unknown[][] {
+  const groups = new Map<string, Merge>();
+  for (const row of kept) {
+    const key = plan.keys.map((k) => {
+      const o = plan.outputs[k] as { stored: number };
+      return toJson(column(o.stored).get(row), types[o.stored]!);
+    });
+    const id = JSON.stringify(key);
+    let group = groups.get(id);
+    if (!group)
+      groups.set(
+        id,
+        (group = { key, values: plan.outputs.map(() => null), counts: plan.outputs.map(() => null) }),
+      );
+    for (let i = 0; i < plan.outputs.length; i++) {
+      const o = plan.outputs[i]!;
+      if (o.kind === 'value') continue;
+      if (o.kind === 'avg') {
+        group.values[i] = add(group.values[i], column(o.sum).get(row));
+        group.counts[i] = add(group.counts[i], column(o.count).get(row));
+        continue;
+      }
+      const v: unknown = column(o.stored).get(row);
+      if (v === null || v === undefined) continue;
+      const current = group.values[i];
+      if (o.kind === 'sum') group.values[i] = add(current, v);
+      else if (current === null) group.values[i] = v;
+      else {
+        const type = types[o.stored]!;
+        const c = compare(comparable(v, kindOf(type), type), comparable(current, kindOf(type), type));
+        if (o.kind === 'min' ? c < 0 : c > 0) group.values[i] = v;
+      }
+    }
+  }
+  return [...groups.values()].map((g) =>
+    plan.outputs.map((o, i) => {
+      if (o.kind === 'value') return g.key[plan.keys.indexOf(i)];
+      if (o.kind === 'avg') {
+        if (g.values[i] === null || g.counts[i] === null) return null;
+        const q = Number(g.values[i]) / Number(g.counts[i]);
+        return Number.isFinite(q) ? q : null;
+      }
+      return toJson(g.values[i], types[o.stored]!);
+    }),
+  );
+}
+
+/** A sum that stays exact for 64-bit integers (bigints) and skips NULLs. */
+function add(total: unknown, v: unknown): unknown {
+  if (v === null || v === undefined) return total;
+  if (total === null) return v;
+  if (typeof total === 'bigint' || typeof v === 'bigint')
+    return BigInt(total as bigint) + BigInt(v as bigint);
+  return (total as number) + (v as number);
+}
+
+/** ClickHouse's order: by each item in turn; NULLs last unless NULLS FIRST. */
+function orderRows(a: readonly unknown[], b: readonly unknown[], plan: SqlServing): number {
+  for (const item of plan.order) {
+    const x = a[item.output];
+    const y = b[item.output];
+    if (x === null || y === null) {
+      if (x === y) continue;
+      const nullFirst = item.nulls === 'first';
+      return (x === null) === nullFirst ? -1 : 1;
+    }
+    const c = compare(x, y);
+    if (c !== 0) return item.descending ? -c : c;
+  }
+  return 0;
+}
+
+function executeInsight(
+  numRows: number,
+  column: (i: number) => Vector,
+  types: readonly string[],
+  plan: InsightServing,
+  variables: Readonly<Record<string, ParamValue>>,
+): ServedResult {
+  const selecting = plan.breakdown !== null && Object.hasOwn(variables, plan.breakdown.variable);
+  const selected = selecting ? variables[plan.breakdown.variable] : undefined;
+  const wanted = selected === null || selected === '' || selected === undefined ? null : String(selected);
+  const part = plan.part === null ? null : column(plan.part);
+  const bd = plan.breakdown === null ? null : column(plan.breakdown.column);
+  const rows: unknown[][] = [];
+  for (let row = 0; row < numRows; row++) {
+    if (part && Number(part.get(row)) !== (selecting ? 1 : 0)) continue;
+    if (selecting && bd) {
+      const value = toJson(bd.get(row), types[plan.breakdown.column]!);
+      if (wanted === null ? value !== null : value !== wanted) continue;
+    }
+    rows.push(plan.columns.map((i) => toJson(column(i).get(row), types[i]!)));
+  }
+  const at = plan.breakdownColumn === null ? -1 : plan.columns.indexOf(plan.breakdownColumn);
+  const isOther = (r: unknown[]): boolean =>
+    r[at] === 'Other' || (Array.isArray(r[at]) && (r[at] as unknown[]).includes('Other'));
+  const hasMore = at >= 0 && rows.some(isOther);
+  return {
+    columns: plan.columns.map((i) => plan.stored[i]!.name),
+    types: plan.columns.map((i) => types[i]!),
+    rows: plan.hideOther && at >= 0 ? rows.filter((r) => !isOther(r)) : rows,
+    hasMore,
+  };
+}
