@@ -32,6 +32,7 @@ import {
   servingVariables,
   type MaterializationPlan,
 } from '../../src/query/materialize/rewrite.ts';
+export { servingVariables } from '../../src/query/materialize/rewrite.ts';
 import type { ServedResult, ServingPlan } from '../../src/query/materialize/serving.ts';
 
 interface Teardown {
