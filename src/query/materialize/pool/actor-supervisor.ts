@@ -204,7 +204,6 @@ export class ActorSupervisor {
     // A thread that dies before answering anything may never start: wait longer each time, not in a loop.
     const delay = planned ? 0 : restartDelay(this.#failedStarts++);
     this.#restartTimer = setTimeout(() => this.#start(), delay);
-    this.#restartTimer.unref();
   }
 }
 

@@ -2,12 +2,9 @@ import type { Table } from 'apache-arrow';
 import { AppError } from '../../../errors/app-error.ts';
 import type { ErrorCode } from '../../../errors/codes.ts';
 import type { ParamValue } from '../../clickhouse/variables.ts';
+import type { ServedResult, ServingPlan } from '../serving.ts';
 
-/**
- * How a run is answered from a stored table (src/query/materialize/serving.ts, the rewrite's). The pool never
- * looks inside: it is posted to an actor as it is, so it only has to survive a structured clone.
- */
-export type ServingPlan = unknown;
+export type { ServingPlan };
 
 /** Which rows of the answer a run wants. */
 export interface RunPage {
@@ -19,17 +16,14 @@ export interface RunPage {
 export interface RunRequest {
   /** The Parquet object's key in the ObjectStore; also the table's name in the pool. */
   readonly tableKey: string;
+  /** How the run is answered from the table (serving.ts); posted to the actor as it is. */
   readonly plan: ServingPlan;
   readonly variables: Record<string, ParamValue>;
   readonly page: RunPage;
 }
 
-export interface RunAnswer {
-  readonly columns: string[];
-  readonly types: string[];
-  readonly rows: unknown[][];
-  readonly hasMore: boolean;
-}
+/** A run's answer: the page's rows, and whether the query has more. */
+export type RunAnswer = ServedResult;
 
 /** What an actor calls to answer a run from a table it holds: pure, synchronous, no I/O. */
 export type ExecuteServing = (
