@@ -86,6 +86,7 @@ t.test('refusals name what cannot be materialized', (t) => {
     ],
   ];
   for (const [query, expected] of cases) t.match(reason(query), expected, query);
+  t.end();
 });
 
 t.test('what is materialized, and how it is served', (t) => {
@@ -126,6 +127,7 @@ t.test('what is materialized, and how it is served', (t) => {
   t.equal(rows.filters[0]!.bucket, null, 'rows without aggregates keep the exact time');
   t.same([rows.limit, rows.offset], [10, 2]);
   t.same(JSON.parse(JSON.stringify(rows)), rows, 'plain JSON data');
+  t.end();
 });
 
 t.test('insight versions materialize; their run variables are checked as a direct run checks them', (t) => {
@@ -149,6 +151,7 @@ t.test('insight versions materialize; their run variables are checked as a direc
   t.throws(() => servingVariables(compiled, { os: 'x' }), { code: 'unknown_variable' });
   const sql = version(`SELECT count() FROM events WHERE event = {variables.e}`);
   t.throws(() => servingVariables(compileVersion(sql), {}), { code: 'missing_variable' });
+  t.end();
 });
 
 t.test('buckets: starts (weeks from Sunday) and the next one', (t) => {
@@ -166,6 +169,7 @@ t.test('buckets: starts (weeks from Sunday) and the next one', (t) => {
   t.equal(parseTime('2024-04-10T13:45:00+02:00'), parseTime('2024-04-10 11:45:00'));
   t.equal(parseTime('2024-04-10 13:45:00.000001')! - parseTime('2024-04-10 13:45:00')!, 1);
   t.equal(parseTime('not a time'), undefined);
+  t.end();
 });
 
 t.test('values read back as a direct run answers them, compared as ClickHouse compares', (t) => {
@@ -181,4 +185,5 @@ t.test('values read back as a direct run answers them, compared as ClickHouse co
   t.ok(compare('Édge', 'Zebra') > 0, 'strings by their bytes: É after Z');
   t.ok(compare('\u{1F600}', '\uFFFD') > 0, 'by code point, not UTF-16 unit');
   t.ok(compare(2n, 3) < 0);
+  t.end();
 });
