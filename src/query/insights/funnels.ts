@@ -4,7 +4,7 @@
  * 1. the events in the range that match a step or an exclusion (every event, for strict funnels), each with a
  *    bit mask of the steps it matches, grouped by actor into one time-sorted array;
  * 2. per actor (and per breakdown value, for `all_events` / `step` attribution), the best attempt's step
- *    timings (funnels-fold.ts); excluded actors are left out;
+ *    timings (funnels-ordered.ts, funnels-fold.ts); excluded actors are left out;
  * 3. per breakdown value, the count of actors at each step and their conversion times; values past the limit
  *    merged into `Other`;
  * 4. one row per breakdown value and step.
@@ -13,7 +13,8 @@ import type { Expr, Query } from '../dialect/mod.ts';
 import type { EventsNode } from './common.ts';
 import { resolveRange } from './date-range.ts';
 import { actor, breakdownValue, eventIs, eventsFrom, filtersExpr } from './events.ts';
-import { orderedFunnel, unorderedFunnel } from './funnels-fold.ts';
+import { unorderedFunnel } from './funnels-fold.ts';
+import { orderedFunnel } from './funnels-ordered.ts';
 import { matchesAllOf, readFunnels, type CheckedFunnels } from './funnels-read.ts';
 import { OTHER, selectionCondition, type CompileContext, type InsightKindSpec } from './kind.ts';
 import { and, array, num, or, sql, str } from './template.ts';
@@ -124,6 +125,7 @@ function actorFunnels(q: CheckedFunnels, ctx: CompileContext): Query {
       window: q.windowSeconds * 1_000_000,
       strict: q.order === 'strict',
       duplicate: q.steps.map((s, i) => i > 0 && matchesAllOf(s, q.steps[i - 1]!)),
+      excludable: q.steps.map((_, i) => q.exclusions.some((x) => x.fromStep <= i && i < x.toStep)),
       attributionStep: hasBreakdown && q.attribution === 'step' ? q.attributionStep : null,
       value,
     };
@@ -158,8 +160,8 @@ function actorFunnels(q: CheckedFunnels, ctx: CompileContext): Query {
     const each = sql.query`SELECT arrayJoin(if(empty(vals), [tuple(CAST(NULL AS Nullable(String)))], vals)).1 AS bv, ${ofValue} AS evs FROM ${grouped} AS ge`;
     folded = sql.query`SELECT bv, ${fold(sql.expr`evs`, sql.expr`bv`)} AS r FROM ${each} AS ve`;
   }
-  const where = and(sql.expr`r.4 = 0`, sql.expr`notEmpty(r.3)`, selectionCondition(ctx, sql.expr`bv`));
-  return sql.query`SELECT bv, r.3 AS b FROM ${folded} AS fa WHERE ${where}`;
+  const where = and(sql.expr`r.2 = 0`, sql.expr`notEmpty(r.1)`, selectionCondition(ctx, sql.expr`bv`));
+  return sql.query`SELECT bv, r.1 AS b FROM ${folded} AS fa WHERE ${where}`;
 }
 
 /** `counts` per step and `times` per step (seconds from the previous step, over 0; step 1's empty). */
