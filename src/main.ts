@@ -44,7 +44,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
       return { ...served, catalog, metrics, store };
     }
     const inFlight = mountCapture(app, config, { catalog, bus: bus.bus, metrics, logger });
-    mountApi(app, config, { catalog, store, inFlight, logger });
+    mountApi(app, config, { catalog, store, inFlight, logger, metrics }, teardown);
     const served = await serveRole(
       app,
       config,
@@ -76,7 +76,7 @@ async function serveWithCaptureThreads(
 ): Promise<{ port: number; url: string; close: () => Promise<void> }> {
   const { catalog, store, bus, metrics, logger } = deps;
   const inFlight = new InFlight();
-  mountApi(app, config, { catalog, store, inFlight, logger });
+  mountApi(app, config, { catalog, store, inFlight, logger, metrics }, teardown);
   // Set once the threads run; the ops routes are registered (and may be asked) before that.
   const started: { threads?: CaptureThreads } = {};
   const internal = await serveRole(

@@ -1,7 +1,7 @@
 /** Endpoints and their versions as the API shows them (SPEC §4). */
 import type { Endpoint, EndpointVersion } from '../core/ports.ts';
-import { compileVersion, materializationState } from '../query/endpoints/definition.ts';
-import type { MaterializationAnalysis } from '../query/materialize/analysis.ts';
+import { materializability } from '../query/materialize/availability.ts';
+import { Materializations } from '../query/materialize/materializations.ts';
 
 /** The run path of an endpoint, in the `environments` form PostHog documents. */
 export function runPath(projectId: number, name: string): string {
@@ -31,12 +31,12 @@ export function endpointJson(e: Endpoint, shown?: EndpointVersion): Record<strin
     endpoint_path: runPath(e.projectId, e.name),
     created_at: e.createdAt,
     updated_at: e.updatedAt,
-    materialization: materializationJson(v),
+    materialization: materializationJson(e, v),
   };
 }
 
 /** One entry of `versions/`. */
-export function versionJson(v: EndpointVersion): Record<string, unknown> {
+export function versionJson(e: Endpoint, v: EndpointVersion): Record<string, unknown> {
   return {
     version: v.version,
     query: v.query,
@@ -44,31 +44,21 @@ export function versionJson(v: EndpointVersion): Record<string, unknown> {
     is_active: v.isActive,
     is_materialized: v.isMaterialized,
     created_at: v.createdAt,
-    materialization: materializationJson(v),
+    materialization: materializationJson(e, v),
   };
 }
 
-/** Materialization is not built yet: every version runs on raw data (status `none`), and says why. */
-function materializationJson(v: EndpointVersion): Record<string, unknown> {
-  const state = materializationState(analysis(v));
+/** A version's materialization as SPEC §4 shows it: its state, and whether it can be materialized. */
+function materializationJson(e: Endpoint, v: EndpointVersion): Record<string, unknown> {
+  const { canMaterialize, reason } = materializability(v, e.materializationBucket);
+  const state = v.isMaterialized ? v.materialization : undefined;
   return {
-    status: 'none',
-    can_materialize: state.canMaterialize,
-    reason: state.reason,
-    last_materialized_at: null,
-    rows: null,
-    error: null,
+    status: Materializations.status(v),
+    can_materialize: canMaterialize,
+    reason,
+    last_materialized_at: state?.lastMaterializedAt ?? null,
+    rows: state?.rows ?? null,
+    bytes: state?.bytes ?? null,
+    error: state?.error ?? null,
   };
-}
-
-function analysis(v: EndpointVersion): MaterializationAnalysis {
-  try {
-    return compileVersion(v).materialization;
-  } catch (err) {
-    // A version accepted by an older Weir whose dialect this one reads differently.
-    return {
-      canMaterialize: false,
-      reason: err instanceof Error ? err.message : 'The query does not compile.',
-    };
-  }
 }

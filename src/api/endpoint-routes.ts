@@ -3,11 +3,10 @@ import type { Logger } from '../core/logger.ts';
 import type { Catalog, Endpoint, Project } from '../core/ports.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { checkDefinition } from '../query/endpoints/definition.ts';
-import {
-  decideVersionChange,
-  decideVersionFlags,
-  refuseMaterialization,
-} from '../query/endpoints/versioning.ts';
+import { decideVersionChange, decideVersionFlags } from '../query/endpoints/versioning.ts';
+import { requireMaterializable } from '../query/materialize/availability.ts';
+import { pendingState, type Materializations } from '../query/materialize/materializations.ts';
+import { AppError } from '../errors/app-error.ts';
 import { apiRoute, type ApiRequest, type ApiResponse } from './api-route.ts';
 import { PROJECT_PREFIXES, access, findEndpoint, findVersion, noEndpoint } from './endpoint-access.ts';
 import {
@@ -25,6 +24,8 @@ export interface EndpointRoutesDeps {
   readonly logger: Logger;
   /** Told of every change and deletion of an endpoint (its cached results go). */
   readonly onEndpointChanged?: (endpointId: string) => void;
+  /** Refreshes materializations; told to look at once when one is asked for. */
+  readonly materializations?: Materializations;
 }
 
 /**
@@ -47,20 +48,35 @@ export function registerEndpointRoutes(app: TemplatedApp, deps: EndpointRoutesDe
         const { project, who } = access(catalog, req, 'endpoint:write');
         const fields = createFields(readEndpointFields(req.body));
         const variables = fields.variables ?? {};
-        const checked = checkDefinition(fields.query, variables);
-        if (fields.isMaterialized) refuseMaterialization(checked.materialization);
+        checkDefinition(fields.query, variables);
+        const bucket = fields.materializationBucket ?? 'day';
+        if (fields.isMaterialized) {
+          requireMaterializable(
+            {
+              version: 1,
+              query: fields.query,
+              variables,
+              isActive: true,
+              isMaterialized: true,
+              createdAt: '',
+              createdBy: null,
+            },
+            bucket,
+          );
+        }
         const endpoint = await catalog.createEndpoint(project.id, {
           name: fields.name,
           description: fields.description ?? '',
           cacheAgeSeconds: fields.cacheAgeSeconds ?? DEFAULT_CACHE_AGE_SECONDS,
           isActive: fields.isActive ?? true,
           syncFrequency: fields.syncFrequency ?? '24hour',
-          materializationBucket: fields.materializationBucket ?? 'day',
+          materializationBucket: bucket,
           query: fields.query,
           variables,
-          isMaterialized: false,
+          isMaterialized: fields.isMaterialized ?? false,
           createdBy: who.key.id,
         });
+        if (fields.isMaterialized) void deps.materializations?.tick();
         return { status: 201, body: endpointJson(endpoint) };
       },
     });
@@ -91,6 +107,7 @@ export function registerEndpointRoutes(app: TemplatedApp, deps: EndpointRoutesDe
         }));
         if (!updated) throw noEndpoint(project, name); // deleted meanwhile
         changed(updated);
+        void deps.materializations?.tick();
         return { status: 200, body: endpointJson(updated) };
       },
       del: async (req) => {
@@ -103,11 +120,34 @@ export function registerEndpointRoutes(app: TemplatedApp, deps: EndpointRoutesDe
       },
     });
 
+    apiRoute(app, deps, `${prefix}/endpoints/:name/materialize`, {
+      // Refreshes the newest materialized version now (SPEC §4): 202, the refresh runs in the background.
+      post: async (req) => {
+        const { project } = access(catalog, req, 'endpoint:write');
+        const name = req.params[1]!;
+        const endpoint = findEndpoint(catalog, project, name);
+        const target = [...endpoint.versions].reverse().find((v) => v.isMaterialized);
+        if (!target) {
+          throw new AppError('cannot_materialize', {
+            detail: `No version of '${endpoint.name}' is materialized: set is_materialized on one first.`,
+            attr: 'is_materialized',
+          });
+        }
+        const updated = await catalog.updateEndpoint(project.id, name, (current) => {
+          const v = current.versions[target.version - 1]!;
+          return { version: { version: v.version, materialization: pendingState(v) } };
+        });
+        if (!updated) throw noEndpoint(project, name);
+        void deps.materializations?.tick();
+        return { status: 202, body: endpointJson(updated, findVersion(updated, target.version)) };
+      },
+    });
+
     apiRoute(app, deps, `${prefix}/endpoints/:name/versions/`, {
       get: (req) => {
         const { project } = access(catalog, req, 'endpoint:read');
         const endpoint = findEndpoint(catalog, project, req.params[1]!);
-        const results = [...endpoint.versions].reverse().map(versionJson);
+        const results = [...endpoint.versions].reverse().map((v) => versionJson(endpoint, v));
         return { status: 200, body: { results, count: results.length } };
       },
     });
@@ -122,10 +162,11 @@ export function registerEndpointRoutes(app: TemplatedApp, deps: EndpointRoutesDe
   ): Promise<ApiResponse> {
     const fields = readEndpointFields(req.body, VERSION_FIELDS);
     const updated = await catalog.updateEndpoint(project.id, name, (current) =>
-      decideVersionFlags(findVersion(current, n), fields),
+      decideVersionFlags(findVersion(current, n), fields, current.materializationBucket),
     );
     if (!updated) throw noEndpoint(project, name);
     changed(updated);
+    void deps.materializations?.tick();
     return { status: 200, body: endpointJson(updated, findVersion(updated, n)) };
   }
 }

@@ -108,6 +108,19 @@ export interface TableReader {
   queryTable(sql: string, params: Record<string, unknown>, options?: TableQueryOptions): Promise<ResultTable>;
 }
 
+/**
+ * A store that can write a query's result to a local file as Parquet, without holding the result in memory
+ * (what a materialization refresh needs). The codec is a setting of the query's own SETTINGS clause.
+ */
+export interface ParquetExporter {
+  exportParquet(
+    sql: string,
+    params: Record<string, unknown>,
+    path: string,
+    options?: TableQueryOptions,
+  ): Promise<void>;
+}
+
 export interface TableQueryOptions {
   /**
    * How long the query may wait for an engine busy with other work before it is given up unrun, failing
@@ -208,6 +221,10 @@ export interface MaterializationState {
   readonly objectKey: string | null;
   /** Who runs the refresh now and until when (a lease another process respects), or null. */
   readonly lease: { readonly owner: string; readonly until: string } | null;
+  /** When the last refresh ended, completed or failed (the next is due a sync interval after). */
+  readonly refreshedAt: string | null;
+  /** How runs are answered from the object (the query layer's plan, plain JSON), or null. */
+  readonly serving: unknown;
 }
 
 /** The query an endpoint runs: SQL in the dialect, or an insight. */

@@ -5,10 +5,17 @@ import { registerManagementRoutes } from '../api/management-routes.ts';
 import { registerQueryRoutes } from '../api/query-routes.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
-import type { Catalog, TableReader } from '../core/ports.ts';
+import type { Metrics } from '../core/metrics.ts';
+import type { Catalog, ParquetExporter, TableReader } from '../core/ports.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { DEFAULT_LIMITS, type QueryLimits } from '../query/clickhouse/printer.ts';
 import { EndpointRunner } from '../query/endpoints/endpoint-runner.ts';
+import { Materializations } from '../query/materialize/materializations.ts';
+import { QueryPool } from '../query/materialize/pool/query-pool.ts';
+import { MaterializationWriter } from '../query/materialize/writer.ts';
+import { openObjectStore } from '../objects/open-object-store.ts';
+import { join } from 'node:path';
+import type { Teardown } from './teardown.ts';
 
 /**
  * The API of the process that owns the store and the catalog (`weir start`, `weir ingest`): management, the
@@ -19,23 +26,62 @@ export function mountApi(
   config: Config,
   deps: {
     readonly catalog: Catalog;
-    readonly store: TableReader;
+    readonly store: TableReader & ParquetExporter;
     readonly inFlight: InFlight;
     readonly logger: Logger;
+    readonly metrics: Metrics;
   },
-): { runner: EndpointRunner } {
+  teardown: Teardown,
+): { runner: EndpointRunner; materializations: Materializations } {
   const limits: QueryLimits = { ...DEFAULT_LIMITS, maxExecutionSeconds: config.queryTimeoutSeconds };
+  // Materializations (SPEC §4): results in object storage, served from memory by the query actor pool.
+  const objects = openObjectStore(config, config.dataDir);
+  teardown.push('close the object store', () => objects.close());
+  const pool = new QueryPool(
+    { threads: config.queryThreads, memoryBytes: config.materializedMemoryMb * 1024 * 1024 },
+    { objects, metrics: deps.metrics, logger: deps.logger },
+  );
+  teardown.push('stop the query pool', () => pool.close());
+  const writer = new MaterializationWriter(
+    {
+      tmpDir: join(config.dataDir, 'tmp'),
+      // A refresh reads the whole range and its result is stored, not sent: ten times a run's time.
+      limits: { ...limits, maxExecutionSeconds: config.queryTimeoutSeconds * 10 },
+    },
+    { store: deps.store, objects, logger: deps.logger },
+  );
+  const changed: { invalidate: (id: string) => void } = { invalidate: () => undefined };
+  const materializations = new Materializations(
+    {},
+    {
+      catalog: deps.catalog,
+      writer,
+      logger: deps.logger,
+      onReplaced: (key) => pool.forget(key),
+      onChanged: (id) => changed.invalidate(id),
+    },
+  );
   const runner = new EndpointRunner(
     {
       limits,
       maxRunsPerProject: config.endpointRunConcurrency,
       cacheMaxBytes: config.endpointCacheMb * 1024 * 1024,
     },
-    { store: deps.store },
+    {
+      store: deps.store,
+      materialized: {
+        servable: (endpoint, version) => materializations.servable(endpoint, version),
+        run: (request) => pool.run(request),
+      },
+    },
   );
+  changed.invalidate = (id) => runner.invalidate(id);
+  materializations.start();
+  teardown.push('stop refreshing materializations', () => materializations.close());
+  const onEndpointChanged = (id: string): void => runner.invalidate(id);
   registerManagementRoutes(app, deps);
   registerQueryRoutes(app, { ...deps, limits });
-  registerEndpointRoutes(app, { ...deps, onEndpointChanged: (id) => runner.invalidate(id) });
+  registerEndpointRoutes(app, { ...deps, onEndpointChanged, materializations });
   registerEndpointRunRoutes(app, { ...deps, runner, maxLimit: limits.maxResultRows });
-  return { runner };
+  return { runner, materializations };
 }

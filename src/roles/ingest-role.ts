@@ -27,7 +27,7 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
     const app = uWS.App();
     // The process that owns the store and the catalog also answers the query, management and endpoint APIs.
     const inFlight = new InFlight();
-    mountApi(app, config, { catalog, store, inFlight, logger });
+    mountApi(app, config, { catalog, store, inFlight, logger, metrics }, teardown);
     const served = await serveRole(
       app,
       config,

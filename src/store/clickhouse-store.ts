@@ -1,14 +1,16 @@
-import { mkdirSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { Session } from 'chdb';
 import { createChdbConnection } from 'chdb/connection';
 import {
   StoreQueryError,
   StoreWaitTimeout,
+  type ParquetExporter,
   type ResultTable,
   type Row,
   type Values,
@@ -27,6 +29,7 @@ export type StoreLocation =
 
 /** chDB's own query call: runs off the main thread; its errors carry the engine's code as `clickhouseCode`. */
 type ChdbQuery = (sql: string, options: { format: string }) => Promise<unknown>;
+type ChdbBoundQuery = (sql: string, params: Record<string, unknown>) => Promise<void>;
 
 /**
  * How the embedded store inserts a block of JSONEachRow bytes: written to a file of its own, then read by the
@@ -125,24 +128,28 @@ export function embeddedMergeThreads(cores: number): number {
  * The Store on ClickHouse through `@clickhouse/client`: over HTTP to a server, or in-process on chDB via
  * `chdb/connection`. The SQL is the same; only the connection differs. The client's types stay in here.
  */
-export class ClickHouseStore implements Store, TableReader {
+export class ClickHouseStore implements Store, TableReader, ParquetExporter {
   readonly #client: ClickHouseClient;
   readonly #fileInserts: FileInserts | undefined;
   /** In-process (chDB) only: every engine call waits its turn here, not on a thread of Node's pool. */
   readonly #gate: ChdbGate | undefined;
   /** In-process only: the connection that configured the engine (see `open`), closed last. */
   readonly #engine: Session | undefined;
+  /** In-process only: runs a statement with bound parameters that writes its own output file. */
+  readonly #outfile: ChdbBoundQuery | undefined;
 
   private constructor(
     client: ClickHouseClient,
     fileInserts?: FileInserts,
     gate?: ChdbGate,
     engine?: Session,
+    outfile?: ChdbBoundQuery,
   ) {
     this.#client = client;
     this.#fileInserts = fileInserts;
     this.#gate = gate;
     this.#engine = engine;
+    this.#outfile = outfile;
   }
 
   /** `onEngineWaiting`: in-process, hears how many engine calls wait for their turn (see ChdbGate). */
@@ -170,7 +177,11 @@ export class ClickHouseStore implements Store, TableReader {
       const fileInserts = new FileInserts(join(location.path, 'weir-inserts'), (sql, options) =>
         gate.run('store', () => chdb.queryAsync(sql, options)),
       );
-      return new ClickHouseStore(client, fileInserts, gate, engine);
+      // The connection's own calls take no parameters; the engine's session does, on the same engine. It
+      // serves only statements that write their own output file, so nothing it answers is ever read.
+      const outfile: ChdbBoundQuery = (sql, params) =>
+        engine.queryBindAsync(sql, params, { format: 'CSV' }).then(() => undefined);
+      return new ClickHouseStore(client, fileInserts, gate, engine, outfile);
     } catch (err) {
       engine.close();
       throw err;
@@ -274,6 +285,37 @@ export class ClickHouseStore implements Store, TableReader {
     }
     const [columns = [], types = [], ...rows] = lines;
     return { columns: columns.map(String), types: types.map(String), rows };
+  }
+
+  /**
+   * Writes a SELECT's result to `path` as Parquet. In-process the engine writes the file itself (`INTO
+   * OUTFILE`); from a server the answer is streamed to the file. Either way the result never sits whole in
+   * this process's memory.
+   */
+  async exportParquet(
+    sql: string,
+    params: Record<string, unknown>,
+    path: string,
+    options: TableQueryOptions = {},
+  ): Promise<void> {
+    try {
+      if (this.#outfile) {
+        const outfile = this.#outfile;
+        await this.#call(
+          'reader',
+          () => outfile(`${sql} INTO OUTFILE ${sqlString(path)} FORMAT Parquet`, exactIntegers(params)),
+          options.maxWaitMs,
+        );
+        return;
+      }
+      const result = await this.#client.exec({
+        query: `${sql} FORMAT Parquet`,
+        query_params: exactIntegers(params),
+      });
+      await pipeline(result.stream, createWriteStream(path));
+    } catch (err) {
+      throw toStoreQueryError(err);
+    }
   }
 
   async command(sql: string): Promise<void> {

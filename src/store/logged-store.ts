@@ -4,6 +4,7 @@ import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type {
   QueryOptions,
+  ParquetExporter,
   ResultTable,
   Row,
   Store,
@@ -79,7 +80,7 @@ const COMMITS_IN_FLIGHT = 1;
  * leaves the block in the log and is retried with backoff; past `maxPendingBytes` inserts are refused, which
  * capture answers with 503.
  */
-export class LoggedStore implements Store, TableReader {
+export class LoggedStore implements Store, TableReader, ParquetExporter {
   /** chDB holds the data directory locked: nothing else writes these tables while this process runs. */
   readonly soleWriter = true;
   readonly #inner: ClickHouseStore;
@@ -277,6 +278,17 @@ export class LoggedStore implements Store, TableReader {
     } finally {
       end();
     }
+  }
+
+  /** Writes a query's result as Parquet (a materialization), over everything committed. */
+  async exportParquet(
+    sql: string,
+    params: Record<string, unknown>,
+    path: string,
+    options: TableQueryOptions = {},
+  ): Promise<void> {
+    await this.#applyAll();
+    await this.#inner.exportParquet(sql, params, path, options);
   }
 
   /**

@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { parseDialect } from '../../src/query/dialect/mod.ts';
-import { checkDefinition, materializationState } from '../../src/query/endpoints/definition.ts';
+import { checkDefinition } from '../../src/query/endpoints/definition.ts';
 import { analyseMaterialization } from '../../src/query/materialize/analysis.ts';
 
 const hogql = (query: string) => ({ kind: 'HogQLQuery' as const, query });
@@ -80,15 +80,5 @@ t.test('materialization: each variable a WHERE filter under AND with = >= > < <=
     t.equal(result.canMaterialize, false, sql);
     t.match(result.reason, reason, sql);
   }
-  t.end();
-});
-
-t.test('until materialization exists, no version can be materialized; the reason says if it would', (t) => {
-  t.match(materializationState({ canMaterialize: true, reason: null }), {
-    canMaterialize: false,
-    reason: /not available.*qualifies/,
-  });
-  const no = { canMaterialize: false, reason: 'A variable is used with LIKE.' };
-  t.same(materializationState(no), no);
   t.end();
 });

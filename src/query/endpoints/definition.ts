@@ -24,11 +24,8 @@ export interface CheckedDefinition {
   readonly materialization: MaterializationAnalysis;
 }
 
-/** Why an insight version cannot be materialized yet. */
-const INSIGHT_MATERIALIZATION: MaterializationAnalysis = {
-  canMaterialize: false,
-  reason: 'Materialization of insight endpoints is not available in this version of Weir yet.',
-};
+/** An insight keeps its breakdown as a column when materialized; the rewrite (materialize/) has the last word. */
+const INSIGHT_MATERIALIZATION: MaterializationAnalysis = { canMaterialize: true, reason: null };
 
 /**
  * Checks a query and the variable declarations given with it. 400 `invalid_query` (the parser's, the
@@ -123,17 +120,4 @@ function canonicalJson(value: unknown): string {
     return `{${entries.join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
-}
-
-/**
- * Whether a version can be materialized now, and why not: materialization is not built yet, so never — but
- * the reason says whether the query itself would qualify (SPEC §4's rule), which holds once it is.
- */
-export function materializationState(analysis: MaterializationAnalysis): MaterializationAnalysis {
-  if (!analysis.canMaterialize) return analysis;
-  return {
-    canMaterialize: false,
-    reason:
-      'Materialization is not available in this version of Weir yet; the query itself qualifies (every variable is a WHERE filter under AND).',
-  };
 }

@@ -28,7 +28,14 @@ import {
   planInsightRun,
   type PreparedInsightRun,
 } from '../insights/insight.ts';
-import { compileVersion } from './definition.ts';
+import type {
+  RunAnswer as PoolRunAnswer,
+  RunRequest as PoolRunRequest,
+} from '../materialize/pool/protocol.ts';
+import type { Servable } from '../materialize/materializations.ts';
+import { servingVariables } from '../materialize/rewrite.ts';
+import { servingHogql } from '../materialize/serving-hogql.ts';
+import { compileVersion, type CompiledVersion } from './definition.ts';
 import { pageRows, paginate, type Page } from './pagination.ts';
 import { ResultCache } from './result-cache.ts';
 
@@ -80,6 +87,8 @@ interface Computed {
   readonly version: number;
   readonly startedAt: number;
   readonly lastRefresh: string;
+  /** When the materialization the result was answered from was computed; null for a run on raw data. */
+  readonly materializedAt: string | null;
   readonly hogql: string;
   readonly clickhouse: string;
   readonly timings: readonly Timing[];
@@ -94,6 +103,20 @@ interface RunPlan {
   /** The values to bind when they are not `bound` itself (an insight binds those its query uses). */
   readonly bind: () => ReadonlyMap<string, BoundVariable> | undefined;
   readonly shape: (result: HogQLQueryResult) => { rows: unknown[][]; hasMore: boolean };
+  /**
+   * Set for a run answered from a materialization: it runs in the query pool instead of the store (no slot,
+   * no engine queue), and the answer says when the materialization was computed.
+   */
+  readonly materialized?: {
+    readonly at: string;
+    readonly execute: () => Promise<HogQLQueryResult & { readonly hasMore: boolean }>;
+  };
+}
+
+/** What the run path needs of materializations (src/query/materialize/): the result to serve, the pool. */
+export interface MaterializedRuns {
+  servable(endpoint: Endpoint, version: EndpointVersion): Servable | undefined;
+  run(request: PoolRunRequest): Promise<PoolRunAnswer>;
 }
 
 /** Time the store has beyond the engine's own execution limit to answer (queueing, transfer). */
@@ -109,8 +132,14 @@ export class EndpointRunner {
   readonly #flights = new Map<string, Promise<Computed>>();
   readonly #running = new Map<number, number>();
 
-  constructor(config: EndpointRunnerConfig, deps: { readonly store: TableReader }) {
+  readonly #materialized: MaterializedRuns | undefined;
+
+  constructor(
+    config: EndpointRunnerConfig,
+    deps: { readonly store: TableReader; readonly materialized?: MaterializedRuns },
+  ) {
     this.#store = deps.store;
+    this.#materialized = deps.materialized;
     this.#limits = config.limits ?? DEFAULT_LIMITS;
     this.#maxRuns = config.maxRunsPerProject ?? 8;
     this.#database = config.database;
@@ -141,7 +170,7 @@ export class EndpointRunner {
       });
     }
     const page: Page = { limit: request.limit, offset: request.offset };
-    const plan = this.#plan(version, request, page);
+    const plan = this.#plan(endpoint, version, request, page);
     const key = cacheKey(endpoint, version, plan.bound, page) + plan.keyExtra;
 
     if (request.refresh === 'cache') {
@@ -171,8 +200,52 @@ export class EndpointRunner {
    * What a run of `version` executes: a SQL version's query with its variables bound and the page written
    * in; an insight's query compiled for the range as of now and its magic variables (SPEC §4).
    */
-  #plan(version: EndpointVersion, request: RunRequest, page: Page): RunPlan {
+  #plan(endpoint: Endpoint, version: EndpointVersion, request: RunRequest, page: Page): RunPlan {
     const compiled = compileVersion(version, this.#database);
+    const served = request.refresh === 'direct' ? undefined : this.#materialized?.servable(endpoint, version);
+    if (served && this.#materialized) {
+      const pool = this.#materialized;
+      // Checked as a direct run checks them: the same refusals, whichever path answers.
+      const variables = servingVariables(compiled, request.variables);
+      if (compiled.kind === 'insight' && (page.limit !== undefined || page.offset !== undefined)) {
+        throw new AppError('invalid_input', {
+          detail: `'limit' and 'offset' page the rows of SQL endpoints; an insight endpoint answers its whole table.`,
+          attr: page.limit !== undefined ? 'limit' : 'offset',
+        });
+      }
+      return {
+        bound: new Map(),
+        keyExtra: `\0m\0${served.objectKey}\0${JSON.stringify(variables)}`,
+        query: () => compiledQueryOf(compiled),
+        bind: () => undefined,
+        shape: (result) => ({
+          rows: result.results,
+          hasMore: (result as { hasMore?: boolean }).hasMore ?? false,
+        }),
+        materialized: {
+          at: served.at,
+          execute: async () => {
+            const clock = new Timings();
+            const answer = await pool.run({
+              tableKey: served.objectKey,
+              plan: served.serving,
+              variables,
+              page,
+            });
+            clock.lap('./materialized');
+            return {
+              results: answer.rows,
+              columns: answer.columns,
+              types: answer.types,
+              hasMore: answer.hasMore,
+              hogql: servingHogql(served.serving, endpoint.name, version.version, variables),
+              clickhouse: '',
+              timings: clock.done(),
+            };
+          },
+        },
+      };
+    }
     if (compiled.kind === 'sql') {
       return {
         bound: bindVariables(compiled.resolved.variables, request.variables, compiled.declaredTypes),
@@ -215,29 +288,32 @@ export class EndpointRunner {
     clock: Timings,
   ): Promise<Computed> {
     const projectId = endpoint.projectId;
-    // Compiled before a slot is taken: a compile that throws must not hold one.
-    const compiled = plan.query();
-    const bound = plan.bind() ?? plan.bound;
-    const release = this.#acquire(projectId);
     const startedAt = Date.now();
-    const query = runCompiledQuery(
-      compiled,
-      bound,
-      projectId,
-      {
-        store: this.#store,
-        limits: this.#limits,
-        database: this.#database,
-      },
-      clock,
-    );
-    // The slot is the store's: it is held until the query ends, even past the deadline.
-    query.then(release, release);
+    let query: Promise<HogQLQueryResult>;
+    if (plan.materialized) {
+      // From memory in the query pool: no store slot, no engine queue.
+      query = plan.materialized.execute();
+    } else {
+      // Compiled before a slot is taken: a compile that throws must not hold one.
+      const compiled = plan.query();
+      const bound = plan.bind() ?? plan.bound;
+      const release = this.#acquire(projectId);
+      query = runCompiledQuery(
+        compiled,
+        bound,
+        projectId,
+        { store: this.#store, limits: this.#limits, database: this.#database },
+        clock,
+      );
+      // The slot is the store's: it is held until the query ends, even past the deadline.
+      query.then(release, release);
+    }
+    const materializedAt = plan.materialized?.at ?? null;
     const flight = withDeadline(query, this.#limits).then((result) => {
       const { rows, hasMore } = plan.shape(result);
       const resultJson = `"results":${JSON.stringify(rows)},"columns":${JSON.stringify(result.columns)},"types":${JSON.stringify(result.types)},"hasMore":${hasMore}`;
       const lastRefresh = new Date(startedAt).toISOString();
-      const tail = `,${JSON.stringify(answerFields(endpoint.name, version, true, lastRefresh)).slice(1)}`;
+      const tail = `,${JSON.stringify(answerFields(endpoint.name, version, true, lastRefresh, materializedAt)).slice(1)}`;
       const answer = Buffer.from(`{${resultJson}${tail}`);
       const computed: Computed = {
         answer,
@@ -246,6 +322,7 @@ export class EndpointRunner {
         version,
         startedAt,
         lastRefresh,
+        materializedAt,
         hogql: result.hogql,
         clickhouse: result.clickhouse,
         timings: result.timings,
@@ -294,14 +371,15 @@ function answerFields(
   version: number,
   cached: boolean,
   lastRefresh: string,
+  materializedAt: string | null,
 ): Record<string, unknown> {
   return {
     name,
     endpoint_version: version,
     is_cached: cached,
     last_refresh: lastRefresh,
-    endpoint_materialized: false,
-    endpoint_materialized_at: null,
+    endpoint_materialized: materializedAt !== null,
+    endpoint_materialized_at: materializedAt,
   };
 }
 
@@ -312,7 +390,7 @@ function uncachedAnswer(computed: Computed, name: string, debug: boolean): RunAn
 
 /** An answer of a computed result other than its cached answer: another name, not cached, or with debug. */
 function answerOf(computed: Computed, name: string, cached: boolean, timings?: readonly Timing[]): string {
-  const fields = answerFields(name, computed.version, cached, computed.lastRefresh);
+  const fields = answerFields(name, computed.version, cached, computed.lastRefresh, computed.materializedAt);
   if (timings) {
     fields['hogql'] = computed.hogql;
     fields['clickhouse'] = computed.clickhouse;
@@ -372,4 +450,10 @@ function withDeadline<T>(query: Promise<T>, limits: QueryLimits): Promise<T> {
     );
   });
   return Promise.race([query, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** The compiled query of a version (a materialized run compiles none; this only satisfies the plan's shape). */
+function compiledQueryOf(compiled: CompiledVersion): CompiledQuery {
+  if (compiled.kind === 'sql') return { ast: compiled.ast, resolved: compiled.resolved };
+  throw new Error('an insight run answered from a materialization has no query of its own');
 }

@@ -9,16 +9,18 @@ import type {
   EndpointChange,
   EndpointQuery,
   EndpointVersion,
+  MaterializationBucket,
   VariableDeclaration,
 } from '../../core/ports.ts';
-import { AppError } from '../../errors/app-error.ts';
-import { checkDefinition, compileVersion, materializationState, sameQuery } from './definition.ts';
-import type { MaterializationAnalysis } from '../materialize/analysis.ts';
+import { requireMaterializable } from '../materialize/availability.ts';
+import { pendingState } from '../materialize/materializations.ts';
+import { checkDefinition, sameQuery } from './definition.ts';
 
 export interface DefinitionUpdate {
   readonly query?: EndpointQuery;
   readonly variables?: Readonly<Record<string, VariableDeclaration>>;
   readonly isMaterialized?: boolean;
+  readonly materializationBucket?: MaterializationBucket;
 }
 
 /**
@@ -33,10 +35,10 @@ export function decideVersionChange(
   database?: string,
 ): Pick<EndpointChange, 'newVersion' | 'version'> {
   const newest = current.versions[current.versions.length - 1]!;
+  const bucket = update.materializationBucket ?? current.materializationBucket;
   if (update.query === undefined && update.variables === undefined) {
     if (update.isMaterialized === undefined || update.isMaterialized === newest.isMaterialized) return {};
-    if (update.isMaterialized) refuseMaterialization(compileVersion(newest, database).materialization);
-    return { version: { version: newest.version, isMaterialized: update.isMaterialized } };
+    return decideVersionFlags(newest, { isMaterialized: update.isMaterialized }, bucket);
   }
   const query = update.query ?? newest.query;
   let variables = update.variables;
@@ -46,13 +48,26 @@ export function decideVersionChange(
       Object.entries(newest.variables).filter(([name]) => placeholders.includes(name)),
     );
   }
-  const checked = checkDefinition(query, variables, database);
+  checkDefinition(query, variables, database);
   const isMaterialized = update.isMaterialized ?? newest.isMaterialized;
-  if (update.isMaterialized) refuseMaterialization(checked.materialization);
   if (sameQuery(query, newest.query) && sameDeclarations(variables, newest.variables)) {
     return isMaterialized === newest.isMaterialized
       ? {}
-      : { version: { version: newest.version, isMaterialized } };
+      : decideVersionFlags(newest, { isMaterialized }, bucket);
+  }
+  if (update.isMaterialized) {
+    // Checked as the version it will be; its first refresh is due as soon as it exists (no state yet).
+    requireMaterializable(
+      {
+        ...newest,
+        version: newest.version + 1,
+        query,
+        variables,
+        isMaterialized: true,
+        materialization: undefined,
+      },
+      bucket,
+    );
   }
   return { newVersion: { query, variables, isMaterialized, createdBy } };
 }
@@ -61,21 +76,15 @@ export function decideVersionChange(
 export function decideVersionFlags(
   version: EndpointVersion,
   flags: { readonly isActive?: boolean; readonly isMaterialized?: boolean },
-  database?: string,
+  bucket: MaterializationBucket,
 ): Pick<EndpointChange, 'version'> {
-  if (flags.isMaterialized === true && !version.isMaterialized) {
-    refuseMaterialization(compileVersion(version, database).materialization);
-  }
   if (flags.isActive === undefined && flags.isMaterialized === undefined) return {};
+  if (flags.isMaterialized === true && !version.isMaterialized) {
+    requireMaterializable(version, bucket);
+    // Enabling asks for a refresh at once (SPEC §4), keeping any earlier result until it lands.
+    return { version: { version: version.version, ...flags, materialization: pendingState(version) } };
+  }
   return { version: { version: version.version, ...flags } };
-}
-
-/** 400 `cannot_materialize`, with the reason the endpoint shows in `materialization.reason`. */
-export function refuseMaterialization(analysis: MaterializationAnalysis): never {
-  throw new AppError('cannot_materialize', {
-    detail: materializationState(analysis).reason ?? 'This version cannot be materialized.',
-    attr: 'is_materialized',
-  });
 }
 
 function sameDeclarations(

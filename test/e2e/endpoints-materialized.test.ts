@@ -1,0 +1,173 @@
+/**
+ * Materialized endpoints end to end (SPEC §4): a version is marked materialized, its state goes pending →
+ * completed with rows, bytes and a time; runs are then answered from the materialization (the same rows
+ * as a direct run, `endpoint_materialized`, `hogql` over `materialized.<name>_v<n>`); `refresh: "direct"`
+ * goes to the raw data; `POST …/materialize` refreshes it; an insight materializes with its breakdown.
+ */
+import t from 'tap';
+import { createEndpoint, endpointsApi, refused, runEndpoint, runOk } from '../helpers/endpoints.ts';
+import { rows } from '../helpers/query-api.ts';
+import { PROJECT_API_KEY, post, startTestWeir, waitFor } from '../helpers/weir.ts';
+
+const w = await startTestWeir();
+t.teardown(() => w.close());
+
+const BROWSERS = ['Chrome', 'Firefox', 'Safari'];
+const batch = Array.from({ length: 60 }, (_, i) => ({
+  event: i % 4 === 0 ? 'signed up' : '$pageview',
+  distinct_id: `u${i % 7}`,
+  timestamp: new Date(Date.UTC(2020, 0, 10 + (i % 5), i % 24)).toISOString(),
+  properties: { $browser: BROWSERS[i % 3], price: i },
+}));
+const captured = await post(
+  `${w.url}/batch/`,
+  JSON.stringify({ api_key: PROJECT_API_KEY, historical_migration: true, batch }),
+);
+if (captured.status !== 200) throw new Error(`capture: ${captured.status} ${captured.text}`);
+await waitFor(
+  async () => ((await rows(w, 'SELECT count() FROM events'))[0]![0] === batch.length ? true : undefined),
+  20_000,
+  'the captured events',
+);
+
+interface Shown {
+  current_version: number;
+  is_materialized: boolean;
+  materialization: {
+    status: string;
+    can_materialize: boolean;
+    reason: string | null;
+    last_materialized_at: string | null;
+    rows: number | null;
+    bytes: number | null;
+    error: string | null;
+  };
+}
+
+async function shown(name: string): Promise<Shown> {
+  return (await endpointsApi(w, 'GET', `${name}/`)).json as Shown;
+}
+
+async function completed(name: string, after: string | null = null): Promise<Shown> {
+  return waitFor(
+    async () => {
+      const e = await shown(name);
+      const m = e.materialization;
+      return m.status === 'completed' && m.last_materialized_at !== after ? e : undefined;
+    },
+    30_000,
+    `${name} to be materialized`,
+  );
+}
+
+const SQL = `SELECT properties.$browser AS browser, count() AS n, sum(toFloat64OrZero(properties.price)) AS total
+  FROM events WHERE event = {variables.event} AND timestamp >= {variables.since}
+  GROUP BY browser ORDER BY browser`;
+
+t.test('a materialized SQL endpoint answers from its materialization, as a direct run does', async (t) => {
+  await createEndpoint(w, {
+    name: 'by-browser',
+    query: { kind: 'HogQLQuery', query: SQL },
+    variables: { event: { type: 'string' }, since: { type: 'date' } },
+    is_materialized: true,
+  });
+  const e = await completed('by-browser');
+  t.equal(e.materialization.can_materialize, true);
+  t.ok(e.materialization.rows! > 0, `rows: ${e.materialization.rows}`);
+  t.ok(e.materialization.bytes! > 0, `bytes: ${e.materialization.bytes}`);
+  t.equal(e.materialization.error, null);
+  for (const variables of [
+    { event: '$pageview', since: '2020-01-10' },
+    { event: '$pageview', since: '2020-01-12' },
+    { event: 'signed up', since: '2020-01-13' },
+    { event: 'nothing', since: '2020-01-10' },
+  ]) {
+    const direct = await runOk(w, 'by-browser', { variables, refresh: 'direct' });
+    const materialized = await runOk(w, 'by-browser', { variables, refresh: 'force', debug: true });
+    t.equal(direct.endpoint_materialized, false, 'direct: raw data');
+    t.equal(materialized.endpoint_materialized, true, 'from the materialization');
+    t.equal(materialized.endpoint_materialized_at, e.materialization.last_materialized_at);
+    t.same(materialized.results, direct.results, `same rows for ${JSON.stringify(variables)}`);
+    t.same(materialized.columns, direct.columns);
+    t.match(materialized.hogql, /materialized\.by-browser_v1|materialized\.`by-browser_v1`/);
+  }
+});
+
+t.test('POST …/materialize refreshes it: new events show after the refresh', async (t) => {
+  const before = (await shown('by-browser')).materialization.last_materialized_at;
+  const more = await post(
+    `${w.url}/i/v0/e/`,
+    JSON.stringify({
+      api_key: PROJECT_API_KEY,
+      event: 'signed up',
+      distinct_id: 'late',
+      timestamp: '2020-01-14T00:00:00Z',
+      properties: { $browser: 'Edge' },
+    }),
+  );
+  t.equal(more.status, 200);
+  const res = await endpointsApi(w, 'POST', 'by-browser/materialize');
+  t.equal(res.status, 202, res.text);
+  await completed('by-browser', before);
+  const run = await runOk(w, 'by-browser', {
+    variables: { event: 'signed up', since: '2020-01-14' },
+    refresh: 'force',
+  });
+  t.equal(run.endpoint_materialized, true);
+  t.ok(
+    run.results.some((r) => r[0] === 'Edge'),
+    'the late event is in the refreshed materialization',
+  );
+});
+
+t.test('what cannot be materialized is refused with the reason', async (t) => {
+  refused(
+    t,
+    await endpointsApi(w, 'POST', '', {
+      name: 'uniques',
+      query: {
+        kind: 'HogQLQuery',
+        query: 'SELECT uniq(person_id) FROM events WHERE timestamp >= {variables.since}',
+      },
+      variables: { since: { type: 'date' } },
+      is_materialized: true,
+    }),
+    400,
+    'cannot_materialize',
+    'is_materialized',
+  );
+  await createEndpoint(w, { name: 'plain', query: { kind: 'HogQLQuery', query: 'SELECT 1' } });
+  refused(
+    t,
+    await endpointsApi(w, 'POST', 'plain/materialize'),
+    400,
+    'cannot_materialize',
+    'is_materialized',
+  );
+});
+
+t.test('an insight materializes with its breakdown; date variables are refused then', async (t) => {
+  await createEndpoint(w, {
+    name: 'views',
+    query: {
+      kind: 'TrendsQuery',
+      series: [{ kind: 'EventsNode', event: '$pageview' }],
+      dateRange: { date_from: '2020-01-09', date_to: '2020-01-15' },
+      breakdownFilter: { breakdown: '$browser' },
+    },
+  });
+  const direct = await runOk(w, 'views', { variables: { $browser: 'Safari' } });
+  const patched = await endpointsApi(w, 'PATCH', 'views/', { is_materialized: true });
+  t.equal(patched.status, 200, patched.text);
+  await completed('views');
+  const materialized = await runOk(w, 'views', { variables: { $browser: 'Safari' }, refresh: 'force' });
+  t.equal(materialized.endpoint_materialized, true);
+  t.same(materialized.results, direct.results, 'the same rows as the direct run');
+  refused(
+    t,
+    await runEndpoint(w, 'views', { variables: { date_from: '2020-01-10' } }),
+    400,
+    'date_variables_unavailable',
+    'variables',
+  );
+});
