@@ -38,7 +38,9 @@ export function executeServing(
   if (table.numCols !== plan.stored.length) {
     throw new Error(`the stored table has ${table.numCols} columns; its plan expects ${plan.stored.length}`);
   }
-  const column = (i: number): Vector => table.getChildAt(i)!;
+  // `getChildAt` makes a new Vector at each call: each column's is made once a run.
+  const vectors: Vector[] = [];
+  const column = (i: number): Vector => (vectors[i] ??= table.getChildAt(i)!);
   return plan.kind === 'sql'
     ? executeSql(table.numRows, column, types, plan, variables, page)
     : executeInsight(table.numRows, column, types, plan, variables);
@@ -54,14 +56,25 @@ function executeSql(
 ): ServedResult {
   const tests = plan.filters.map((f) => filterTest(f, column(f.column), types[f.column]!, variables));
   const marker = plan.emptyMarker === null ? null : column(plan.emptyMarker);
+  // An equality narrows the rows through an index of its column first; the other tests read only those.
+  const first = plan.filters.findIndex((f) => f.op === '=');
+  const candidates =
+    first >= 0
+      ? candidateRows(plan.filters[first]!, column(plan.filters[first]!.column), types, variables)
+      : null;
   let kept: number[] = [];
   let emptyRow = -1;
-  for (let row = 0; row < numRows; row++) {
+  const total = candidates ? candidates.length : numRows;
+  for (let n = 0; n < total; n++) {
+    const row = candidates ? candidates[n]! : n;
     if (marker && Number(marker.get(row)) === 1) {
       emptyRow = row;
       continue;
     }
     if (tests.every((test) => test(row))) kept.push(row);
+  }
+  if (marker && candidates && kept.length === 0) {
+    for (let row = 0; row < numRows && emptyRow < 0; row++) if (Number(marker.get(row)) === 1) emptyRow = row;
   }
   // A query with aggregates and no GROUP BY answers its row over no rows (count() 0, …) when none is kept.
   if (kept.length === 0 && emptyRow >= 0) kept = [emptyRow];
@@ -131,6 +144,45 @@ function filterTest(
     const c = compare(stored, wanted);
     return op === '=' ? c === 0 : op === '>=' ? c >= 0 : op === '>' ? c > 0 : op === '<' ? c < 0 : c <= 0;
   };
+}
+
+/**
+ * Rows of a table by their value in one column, made the first time a run filters the column with `=` and
+ * kept as long as the table (the actor's): a run of one value then reads its rows, not the whole table.
+ */
+const indexes = new WeakMap<object, Map<unknown, number[]>>();
+
+function candidateRows(
+  filter: ServingFilter,
+  vector: Vector,
+  types: readonly string[],
+  variables: Readonly<Record<string, ParamValue>>,
+): readonly number[] {
+  const type = types[filter.column]!;
+  const kind = kindOf(type);
+  // Keyed by the column's first data chunk: `getChildAt` makes a new Vector at each call, over the same data.
+  const owner: object = vector.data[0] ?? vector;
+  let index = indexes.get(owner);
+  if (!index) {
+    index = new Map();
+    for (let row = 0; row < vector.length; row++) {
+      const key = indexKey(comparable(vector.get(row), kind, type));
+      if (key === null) continue;
+      const rows = index.get(key);
+      if (rows) rows.push(row);
+      else index.set(key, [row]);
+    }
+    indexes.set(owner, index);
+  }
+  const wanted = variableAs(variables[filter.variable] ?? null, kind);
+  return wanted === null || wanted === undefined ? [] : (index.get(indexKey(wanted)) ?? []);
+}
+
+/** One key for values that compare equal: a bigint as the number it is, when exact. */
+function indexKey(v: unknown): unknown {
+  if (typeof v !== 'bigint') return v;
+  const n = Number(v);
+  return Number.isSafeInteger(n) ? n : `bigint:${v}`;
 }
 
 function outputTypeOf(o: ServingOutput, types: readonly string[]): string {

@@ -11,16 +11,16 @@
 import type { ParamValue } from '../clickhouse/variables.ts';
 import type { Bucket } from './serving.ts';
 
-/** A ClickHouse type without the wrappers that change nothing of how a value reads. */
+const baseTypes = new Map<string, string>();
+
+/** A ClickHouse type without the wrappers that change nothing of how a value reads (memoised: hot path). */
 export function baseType(type: string): string {
-  let t = type.trim();
-  for (
-    let m = /^(?:Nullable|LowCardinality)\((.*)\)$/.exec(t);
-    m;
-    m = /^(?:Nullable|LowCardinality)\((.*)\)$/.exec(t)
-  ) {
-    t = m[1]!.trim();
-  }
+  let t = baseTypes.get(type);
+  if (t !== undefined) return t;
+  t = type.trim();
+  const WRAPPED = /^(?:Nullable|LowCardinality)\((.*)\)$/;
+  for (let m = WRAPPED.exec(t); m; m = WRAPPED.exec(t)) t = m[1]!.trim();
+  if (baseTypes.size < 10_000) baseTypes.set(type, t);
   return t;
 }
 
