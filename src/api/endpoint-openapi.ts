@@ -11,7 +11,8 @@
  * is then. With it, the document describes version N and its `version` field is required and can only be
  * N: a client generated from it runs N for as long as N exists, whatever versions come after.
  */
-import type { Endpoint, EndpointVersion, VariableType } from '../core/ports.ts';
+import type { Endpoint, EndpointVersion, MaterializationBucket, VariableType } from '../core/ports.ts';
+import { planMaterialization } from '../query/materialize/rewrite.ts';
 import { compileVersion } from '../query/endpoints/definition.ts';
 import { magicVariables } from '../query/insights/insight.ts';
 import { REFRESH_MODES } from '../query/endpoints/endpoint-runner.ts';
@@ -30,7 +31,7 @@ export interface OpenApiOptions {
 
 export function endpointOpenApi(endpoint: Endpoint, options: OpenApiOptions): Record<string, unknown> {
   const version = options.pinned ?? endpoint.versions[endpoint.versions.length - 1]!;
-  const variables = variablesOf(version);
+  const variables = variablesOf(version, endpoint.materializationBucket);
   const requiredVariables = variables.filter((v) => v.required).map((v) => v.name);
   const what = `Runs the Weir endpoint '${endpoint.name}' of project ${endpoint.projectId}, version ${version.version}${
     options.pinned ? '' : ' (the newest when this was generated; a run without `version` runs the newest)'
@@ -88,12 +89,24 @@ interface RunVariable {
  * are its magic variables (SPEC §4), none required: the breakdown property and, unless the version is
  * materialized, `date_from` / `date_to`.
  */
-function variablesOf(version: EndpointVersion): RunVariable[] {
+function variablesOf(version: EndpointVersion, bucket: MaterializationBucket): RunVariable[] {
   const compiled = compileVersion(version);
   if (compiled.kind === 'sql') {
+    const buckets = bucketedVariables(version, bucket);
     return compiled.resolved.variables.map((name) => {
       const declared = Object.hasOwn(version.variables, name) ? version.variables[name]!.type : undefined;
-      return { name, schema: declared ? schemaOf(declared) : UNDECLARED, required: true };
+      const schema = declared ? schemaOf(declared) : UNDECLARED;
+      const at = buckets.get(name);
+      return {
+        name,
+        schema: at
+          ? {
+              ...schema,
+              description: `Applied at the ${at} bucket: the version is materialized with this column kept per ${at}, so a value is moved to the start of its ${at} (>=, <) or to its end (<=, >).`,
+            }
+          : schema,
+        required: true,
+      };
     });
   }
   const magic = magicVariables(compiled.insight, version.isMaterialized);
@@ -126,6 +139,16 @@ function variablesOf(version: EndpointVersion): RunVariable[] {
       });
     }
   }
+  return out;
+}
+
+/** The range variables of a materialized SQL version that apply at a bucket, with it (SPEC §4). */
+function bucketedVariables(version: EndpointVersion, bucket: MaterializationBucket): Map<string, string> {
+  const out = new Map<string, string>();
+  if (!version.isMaterialized) return out;
+  const plan = planMaterialization(version, compileVersion(version), { now: new Date(), bucket });
+  if ('cannot' in plan || plan.serving.kind !== 'sql') return out;
+  for (const f of plan.serving.filters) if (f.bucket) out.set(f.variable, f.bucket);
   return out;
 }
 

@@ -93,6 +93,32 @@ t.test('a materialized SQL endpoint answers from its materialization, as a direc
   }
 });
 
+t.test(
+  'OpenAPI says at which bucket a range variable applies; a materialized insight has no dates',
+  async (t) => {
+    type Vars = { properties: Record<string, { description?: string }> };
+    const variablesOf = async (name: string): Promise<Vars> => {
+      const doc = (await endpointsApi(w, 'GET', `${name}/openapi.json`)).json as {
+        components: { schemas: { EndpointRunRequest: { properties: { variables: Vars } } } };
+      };
+      return doc.components.schemas.EndpointRunRequest.properties.variables;
+    };
+    const sql = await variablesOf('by-browser');
+    t.match(sql.properties['since']?.description, /day bucket/);
+    t.notOk(sql.properties['event']?.description, 'an equality variable applies as it is');
+    await createEndpoint(w, {
+      name: 'views-materialized',
+      query: {
+        kind: 'TrendsQuery',
+        series: [{ event: '$pageview' }],
+        breakdownFilter: { breakdown: '$browser' },
+      },
+      is_materialized: true,
+    });
+    t.same(Object.keys((await variablesOf('views-materialized')).properties), ['$browser']);
+  },
+);
+
 t.test('POST …/materialize refreshes it: new events show after the refresh', async (t) => {
   const before = (await shown('by-browser')).materialization.last_materialized_at;
   const more = await post(

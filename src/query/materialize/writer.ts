@@ -140,6 +140,8 @@ function settings(limits: QueryLimits): string {
     `max_execution_time = ${limits.maxExecutionSeconds}`,
     `max_memory_usage = ${limits.maxMemoryBytes}`,
     `output_format_parquet_compression_method = 'zstd'`,
+    // A pool actor's WebAssembly memory grows to its largest row group and never shrinks: keep them small.
+    `output_format_parquet_row_group_size = 65536`,
     `readonly = 1`,
   ].join(', ');
 }
