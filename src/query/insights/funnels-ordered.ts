@@ -4,11 +4,11 @@
  * every step from the state before it (an event fills one step of an attempt, never two). The best attempt
  * is the first to reach the furthest step.
  *
- * The state is a tuple of tuples of scalars, written out for the funnel's number of steps: step k's attempt
- * is `(present, excluded, t1 … tk)` and the best is `(reached, excluded, t1 … tN)`. Arrays of arrays rebuilt
- * on every event cost ClickHouse several times the work of the answer itself (issue 24's benchmark); scalars
- * updated from the previous state are the hand-written query's shape. The conditions each field needs are
- * the same expression wherever they appear, so ClickHouse computes each once per event.
+ * The state is a tuple of tuples of scalars, written out for the funnel's number of steps: arrays of arrays
+ * rebuilt on every event, with the step conditions under `arrayMap(k -> …, range(N))`, made the query 3–5×
+ * the hand-written one (issue 24's benchmark). ClickHouse does not share a repeated subexpression inside a
+ * lambda, it computes every copy, so the common case (no exclusions, `firstAttempts`) writes each step's
+ * condition once; with exclusions (`excludingFunnel`) a few conditions are written more than once.
  */
 import type { BinaryOp, Expr } from '../dialect/mod.ts';
 import type { FoldParams } from './funnels-fold.ts';
@@ -46,7 +46,10 @@ export function orderedFunnel(evs: Expr, p: FoldParams): Expr {
   return p.excludable.some((e) => e) ? excludingFunnel(evs, p) : firstAttempts(evs, p);
 }
 
-/** "No attempt at this step": far enough before any event that none is within a window of it. */
+/**
+ * "No attempt at this step": an event's time minus NONE stays within Int64 (DateTime64 ends in 2299) and is
+ * past any window (at most 100,000 months), so "within the window of the attempt" is false for none.
+ */
 const NONE = call('toInt64', { kind: 'negate', operand: num(9e18) });
 
 /**
@@ -103,7 +106,10 @@ function firstAttempts(evs: Expr, p: FoldParams): Expr {
   return withValue('s', fold, tuple([furthest, zero8]));
 }
 
-/** With exclusions: attempts carry whether they were spoiled, and a spoiled best gives way to another. */
+/**
+ * With exclusions: attempts carry whether they were spoiled, and a spoiled best gives way to another. Step
+ * k's attempt is `(present, excluded, t1 … tk)`, the best `(reached, excluded, t1 … tN)`.
+ */
 function excludingFunnel(evs: Expr, p: FoldParams): Expr {
   const N = p.steps;
   const steps = Array.from({ length: N }, (_, i) => i + 1);
