@@ -72,7 +72,10 @@ export function mountApi(
       materialized: {
         servable: (endpoint, version) => materializations.servable(endpoint, version),
         run: (request) => pool.run(request),
+        unreadable: (endpoint, version, key, detail) =>
+          materializations.unreadable(endpoint, version, key, detail),
       },
+      logger: deps.logger,
     },
   );
   changed.invalidate = (id) => runner.invalidate(id);

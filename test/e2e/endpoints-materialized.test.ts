@@ -4,6 +4,8 @@
  * as a direct run, `endpoint_materialized`, `hogql` over `materialized.<name>_v<n>`); `refresh: "direct"`
  * goes to the raw data; `POST …/materialize` refreshes it; an insight materializes with its breakdown.
  */
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import { createEndpoint, endpointsApi, refused, runEndpoint, runOk } from '../helpers/endpoints.ts';
 import { rows } from '../helpers/query-api.ts';
@@ -31,6 +33,7 @@ await waitFor(
 );
 
 interface Shown {
+  id: string;
   current_version: number;
   is_materialized: boolean;
   materialization: {
@@ -145,6 +148,38 @@ t.test('POST …/materialize refreshes it: new events show after the refresh', a
     'the late event is in the refreshed materialization',
   );
 });
+
+t.test(
+  'a damaged materialization: runs go to the raw data, the state says so, a refresh repairs it',
+  async (t) => {
+    await createEndpoint(w, {
+      name: 'fragile',
+      query: { kind: 'HogQLQuery', query: SQL },
+      variables: { event: { type: 'string' }, since: { type: 'date' } },
+      is_materialized: true,
+    });
+    const before = await completed('fragile');
+    const dir = join(w.dataDir, 'objects', 'materializations');
+    const damaged = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter(
+      (f) => f.endsWith('.parquet') && f.includes(before.id),
+    );
+    t.equal(damaged.length, 1, 'one object holds the result');
+    writeFileSync(join(dir, damaged[0]!), 'not parquet at all');
+    const variables = { event: '$pageview', since: '2020-01-11' };
+    const run = await runOk(w, 'fragile', { variables, refresh: 'force' });
+    t.equal(run.endpoint_materialized, false, 'answered from the raw data');
+    t.same(run.results, (await runOk(w, 'fragile', { variables, refresh: 'direct' })).results);
+    const repaired = await completed('fragile', before.materialization.last_materialized_at).catch(
+    async (err: unknown) => {
+      throw new Error(`${String(err)}: ${JSON.stringify((await shown('fragile')).materialization)}`);
+    },
+  );
+    t.equal(repaired.materialization.error, null, 'the refresh cleared the error');
+    const again = await runOk(w, 'fragile', { variables, refresh: 'force' });
+    t.equal(again.endpoint_materialized, true, 'served from the new materialization');
+    t.same(again.results, run.results);
+  },
+);
 
 t.test('what cannot be materialized is refused with the reason', async (t) => {
   refused(

@@ -12,6 +12,7 @@
  * An answer is serialised once, when its result is computed: a cached answer is those bytes, sent as they are.
  */
 import type { Endpoint, EndpointVersion, TableReader } from '../../core/ports.ts';
+import type { Logger } from '../../core/logger.ts';
 import { AppError } from '../../errors/app-error.ts';
 import { DEFAULT_LIMITS, type QueryLimits } from '../clickhouse/printer.ts';
 import { bindVariables, type BoundVariable } from '../clickhouse/variables.ts';
@@ -28,9 +29,10 @@ import {
   planInsightRun,
   type PreparedInsightRun,
 } from '../insights/insight.ts';
-import type {
-  RunAnswer as PoolRunAnswer,
-  RunRequest as PoolRunRequest,
+import {
+  MaterializedTableError,
+  type RunAnswer as PoolRunAnswer,
+  type RunRequest as PoolRunRequest,
 } from '../materialize/pool/protocol.ts';
 import type { Servable } from '../materialize/materializations.ts';
 import { servingVariables } from '../materialize/rewrite.ts';
@@ -110,6 +112,8 @@ interface RunPlan {
   readonly materialized?: {
     readonly at: string;
     readonly execute: () => Promise<HogQLQueryResult & { readonly hasMore: boolean }>;
+    /** The run on raw data, when the materialization cannot be read (missing, damaged, its actor gone). */
+    readonly fallback: RunPlan;
   };
 }
 
@@ -117,6 +121,8 @@ interface RunPlan {
 export interface MaterializedRuns {
   servable(endpoint: Endpoint, version: EndpointVersion): Servable | undefined;
   run(request: PoolRunRequest): Promise<PoolRunAnswer>;
+  /** Told when a version's served result is missing or damaged (runs go to the raw data meanwhile). */
+  unreadable(endpoint: Endpoint, version: number, objectKey: string, detail: string): void;
 }
 
 /** Time the store has beyond the engine's own execution limit to answer (queueing, transfer). */
@@ -133,13 +139,19 @@ export class EndpointRunner {
   readonly #running = new Map<number, number>();
 
   readonly #materialized: MaterializedRuns | undefined;
+  readonly #logger: Logger | undefined;
 
   constructor(
     config: EndpointRunnerConfig,
-    deps: { readonly store: TableReader; readonly materialized?: MaterializedRuns },
+    deps: {
+      readonly store: TableReader;
+      readonly materialized?: MaterializedRuns;
+      readonly logger?: Logger;
+    },
   ) {
     this.#store = deps.store;
     this.#materialized = deps.materialized;
+    this.#logger = deps.logger;
     this.#limits = config.limits ?? DEFAULT_LIMITS;
     this.#maxRuns = config.maxRunsPerProject ?? 8;
     this.#database = config.database;
@@ -203,49 +215,53 @@ export class EndpointRunner {
   #plan(endpoint: Endpoint, version: EndpointVersion, request: RunRequest, page: Page): RunPlan {
     const compiled = compileVersion(version, this.#database);
     const served = request.refresh === 'direct' ? undefined : this.#materialized?.servable(endpoint, version);
-    if (served && this.#materialized) {
-      const pool = this.#materialized;
-      // Checked as a direct run checks them: the same refusals, whichever path answers.
-      const variables = servingVariables(compiled, request.variables);
-      if (compiled.kind === 'insight' && (page.limit !== undefined || page.offset !== undefined)) {
-        throw new AppError('invalid_input', {
-          detail: `'limit' and 'offset' page the rows of SQL endpoints; an insight endpoint answers its whole table.`,
-          attr: page.limit !== undefined ? 'limit' : 'offset',
-        });
-      }
-      return {
-        bound: new Map(),
-        keyExtra: `\0m\0${served.objectKey}\0${JSON.stringify(variables)}`,
-        query: () => compiledQueryOf(compiled),
-        bind: () => undefined,
-        shape: (result) => ({
-          rows: result.results,
-          hasMore: (result as { hasMore?: boolean }).hasMore ?? false,
-        }),
-        materialized: {
-          at: served.at,
-          execute: async () => {
-            const clock = new Timings();
-            const answer = await pool.run({
-              tableKey: served.objectKey,
-              plan: served.serving,
-              variables,
-              page,
-            });
-            clock.lap('./materialized');
-            return {
-              results: answer.rows,
-              columns: answer.columns,
-              types: answer.types,
-              hasMore: answer.hasMore,
-              hogql: servingHogql(served.serving, endpoint.name, version.version, variables),
-              clickhouse: '',
-              timings: clock.done(),
-            };
-          },
-        },
-      };
+    if (!served || !this.#materialized) return this.#directPlan(compiled, version, request, page);
+    const pool = this.#materialized;
+    // Checked as a direct run checks them: the same refusals, whichever path answers.
+    const variables = servingVariables(compiled, request.variables);
+    if (compiled.kind === 'insight' && (page.limit !== undefined || page.offset !== undefined)) {
+      throw new AppError('invalid_input', {
+        detail: `'limit' and 'offset' page the rows of SQL endpoints; an insight endpoint answers its whole table.`,
+        attr: page.limit !== undefined ? 'limit' : 'offset',
+      });
     }
+    return {
+      bound: new Map(),
+      keyExtra: `\0m\0${served.objectKey}\0${JSON.stringify(variables)}`,
+      query: () => compiledQueryOf(compiled),
+      bind: () => undefined,
+      shape: (result) => ({
+        rows: result.results,
+        hasMore: (result as { hasMore?: boolean }).hasMore ?? false,
+      }),
+      materialized: {
+        at: served.at,
+        fallback: this.#directPlan(compiled, version, request, page),
+        execute: async () => {
+          const clock = new Timings();
+          const answer = await pool.run({
+            tableKey: served.objectKey,
+            plan: served.serving,
+            variables,
+            page,
+          });
+          clock.lap('./materialized');
+          return {
+            results: answer.rows,
+            columns: answer.columns,
+            types: answer.types,
+            hasMore: answer.hasMore,
+            hogql: servingHogql(served.serving, endpoint.name, version.version, variables),
+            clickhouse: '',
+            timings: clock.done(),
+          };
+        },
+      },
+    };
+  }
+
+  /** A run on raw data: a SQL version's query with its page, or an insight compiled for now. */
+  #directPlan(compiled: CompiledVersion, version: EndpointVersion, request: RunRequest, page: Page): RunPlan {
     if (compiled.kind === 'sql') {
       return {
         bound: bindVariables(compiled.resolved.variables, request.variables, compiled.declaredTypes),
@@ -289,16 +305,12 @@ export class EndpointRunner {
   ): Promise<Computed> {
     const projectId = endpoint.projectId;
     const startedAt = Date.now();
-    let query: Promise<HogQLQueryResult>;
-    if (plan.materialized) {
-      // From memory in the query pool: no store slot, no engine queue.
-      query = plan.materialized.execute();
-    } else {
+    const direct = (p: RunPlan): Promise<HogQLQueryResult> => {
       // Compiled before a slot is taken: a compile that throws must not hold one.
-      const compiled = plan.query();
-      const bound = plan.bind() ?? plan.bound;
+      const compiled = p.query();
+      const bound = p.bind() ?? p.bound;
       const release = this.#acquire(projectId);
-      query = runCompiledQuery(
+      const run = runCompiledQuery(
         compiled,
         bound,
         projectId,
@@ -306,11 +318,42 @@ export class EndpointRunner {
         clock,
       );
       // The slot is the store's: it is held until the query ends, even past the deadline.
-      query.then(release, release);
+      run.then(release, release);
+      return run;
+    };
+    // What answered: the materialization, or the raw data (also when the materialization cannot be read).
+    let answered = plan;
+    let materializedAt: string | null = null;
+    let query: Promise<HogQLQueryResult>;
+    const m = plan.materialized;
+    if (m) {
+      // From memory in the query pool: no store slot, no engine queue.
+      query = m.execute().then(
+        (result) => {
+          materializedAt = m.at;
+          return result;
+        },
+        (err: unknown) => {
+          if (!canFallBack(err)) throw err;
+          this.#logger?.warn(
+            { err, endpoint: endpoint.name, version },
+            'materialization unreadable; run on raw data',
+          );
+          if (
+            err instanceof MaterializedTableError &&
+            (err.problem === 'not_found' || err.problem === 'damaged')
+          ) {
+            this.#materialized?.unreadable(endpoint, version, err.tableKey, err.message);
+          }
+          answered = m.fallback;
+          return direct(m.fallback);
+        },
+      );
+    } else {
+      query = direct(plan);
     }
-    const materializedAt = plan.materialized?.at ?? null;
     const flight = withDeadline(query, this.#limits).then((result) => {
-      const { rows, hasMore } = plan.shape(result);
+      const { rows, hasMore } = answered.shape(result);
       const resultJson = `"results":${JSON.stringify(rows)},"columns":${JSON.stringify(result.columns)},"types":${JSON.stringify(result.types)},"hasMore":${hasMore}`;
       const lastRefresh = new Date(startedAt).toISOString();
       const tail = `,${JSON.stringify(answerFields(endpoint.name, version, true, lastRefresh, materializedAt)).slice(1)}`;
@@ -456,4 +499,12 @@ function withDeadline<T>(query: Promise<T>, limits: QueryLimits): Promise<T> {
 function compiledQueryOf(compiled: CompiledVersion): CompiledQuery {
   if (compiled.kind === 'sql') return { ast: compiled.ast, resolved: compiled.resolved };
   throw new Error('an insight run answered from a materialization has no query of its own');
+}
+
+/**
+ * Whether a materialized run's failure leaves the raw data to answer: the table cannot be had, or its
+ * actor died with the run. A bad variable (the executor's own 400) is the caller's, and answered as it is.
+ */
+function canFallBack(err: unknown): boolean {
+  return err instanceof MaterializedTableError || (err instanceof AppError && err.code === 'unavailable');
 }

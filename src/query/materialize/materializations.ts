@@ -118,6 +118,25 @@ export class Materializations {
     };
   }
 
+  /**
+   * A served result is missing or damaged: it is no longer served (runs go to the raw data), the state
+   * says why, and a refresh is asked for. A failure to record it is only logged.
+   */
+  unreadable(endpoint: Endpoint, n: number, objectKey: string, detail: string): void {
+    void this.#deps.catalog
+      .updateEndpoint(endpoint.projectId, endpoint.name, (current) => {
+        const v = current.versions[n - 1];
+        if (!v?.isMaterialized || v.materialization?.objectKey !== objectKey) return {};
+        const error = `The materialization could not be read (${detail}); it is being refreshed.`;
+        const state = { ...pendingState(v), objectKey: null, serving: null, error };
+        return { version: { version: n, materialization: state } };
+      })
+      .then(() => this.tick())
+      .catch((err: unknown) =>
+        this.#deps.logger.warn({ err }, 'could not record an unreadable materialization'),
+      );
+  }
+
   async #refreshDue(): Promise<void> {
     const now = Date.now();
     for (const project of this.#deps.catalog.listProjects()) {
