@@ -1,7 +1,8 @@
 /**
  * The callers of the endpoints benchmark, in their own process (so that their work is not timed as Weir's):
- * `concurrency` keep-alive connections, each a closed-loop caller that POSTs the same run request again as
- * soon as its response has arrived, until `requests` responses have; then the latencies are printed as JSON.
+ * `concurrency` keep-alive connections, each a closed-loop caller that POSTs a run request again as soon as
+ * its response has arrived (the same one, or the next of `bodies`), until `requests` responses have; then
+ * the latencies are printed as JSON.
  * It writes `timing\n` and `timed\n` to stderr when the timed part starts and ends, so the runner can take
  * the server's CPU over exactly that span.
  * The connections are capture's lean client (bench/capture/http-connection.ts): a full HTTP client would
@@ -14,6 +15,8 @@ export interface LoadSpec {
   readonly url: string;
   readonly key: string;
   readonly body: string;
+  /** Bodies sent in turn, each request the next (varying variable values); `body` is then unused. */
+  readonly bodies?: readonly string[];
   readonly concurrency: number;
   readonly requests: number;
   /** Requests sent first and not timed (connections, JIT). @default concurrency */
@@ -33,10 +36,13 @@ export interface LoadResult {
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
 const url = new URL(spec.url);
-const request = Buffer.from(
-  `POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${spec.key}\r\n` +
-    `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(spec.body)}\r\n\r\n${spec.body}`,
+const requests = (spec.bodies ?? [spec.body]).map((body) =>
+  Buffer.from(
+    `POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${spec.key}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  ),
 );
+let turn = 0;
 
 /**
  * Sends `total` requests over fresh connections, closed loop; records each latency when `out` is given.
@@ -51,7 +57,7 @@ async function closedLoop(total: number, out?: LoadResult): Promise<void> {
     const next = (conn: HttpConnection): void => {
       if (sent >= total) return;
       sent += 1;
-      conn.send(request, Number.NaN, performance.now());
+      conn.send(requests[turn++ % requests.length]!, Number.NaN, performance.now());
     };
     for (const conn of connections) {
       listeners.set(conn, {

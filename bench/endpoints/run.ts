@@ -8,7 +8,6 @@
  * (bench/query/dataset.ts). Prints the report and writes bench/results/endpoints.md.
  * `--quick`: ~1M events only (the "10M" rows then read the same 1M), fewer requests, nothing written.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +23,7 @@ import type { ClickHouseStore } from '../../src/store/clickhouse-store.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
 import { REPO_ROOT, freePort, spawnTracked, stopChild, waitUntilReady } from '../capture/child-processes.ts';
 import { generate } from '../query/dataset.ts';
+import { runCallers } from './callers.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
 import { runWrk, wrkAvailable } from './wrk.ts';
 
@@ -110,10 +110,10 @@ try {
       concurrency: callers,
       requests,
     };
-    let stdout: string;
+    let r: LoadResult;
     let weirCpu: number;
     try {
-      ({ stdout, weirCpu } = await runCallers(spec));
+      ({ result: r, weirCpu } = await runCallers(spec));
     } catch (err) {
       // Recorded, not fatal: e.g. uWS closes a connection whose response takes over 10 s.
       const reason = /connection closed: [^\n]*/.exec(String(err))?.[0];
@@ -121,7 +121,6 @@ try {
       process.stderr.write(`${failures[failures.length - 1]}\n`);
       return;
     }
-    const r = JSON.parse(stdout) as LoadResult;
     const at = (q: number): number =>
       r.latenciesMs[Math.min(r.latenciesMs.length - 1, Math.floor(q * r.latenciesMs.length))]!;
     const row: Row = {
@@ -249,38 +248,6 @@ try {
 } finally {
   await weir.close();
   rmSync(dir, { recursive: true, force: true });
-}
-
-/**
- * Runs the callers (load.ts) and reads their result; `weirCpu` is this process's CPU (Weir's) in cores
- * over exactly the span the callers timed, which they mark on stderr.
- */
-function runCallers(spec: LoadSpec): Promise<{ stdout: string; weirCpu: number }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [join(REPO_ROOT, 'bin/run-ts.js'), join(REPO_ROOT, 'bench/endpoints/load.ts'), JSON.stringify(spec)],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    let stderr = '';
-    let from: { cpu: NodeJS.CpuUsage; at: number } | undefined;
-    let weirCpu = Number.NaN;
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-      if (!from && stderr.includes('timing\n')) from = { cpu: process.cpuUsage(), at: performance.now() };
-      if (from && Number.isNaN(weirCpu) && stderr.includes('timed\n')) {
-        const cpu = process.cpuUsage(from.cpu);
-        weirCpu = (cpu.user + cpu.system) / 1000 / (performance.now() - from.at);
-      }
-    });
-    child.once('error', reject);
-    child.once('close', (code) => {
-      if (code === 0) resolve({ stdout, weirCpu });
-      else reject(new Error(`callers exited ${code}: ${stderr.slice(-500)}`));
-    });
-  });
 }
 
 const report = markdown();
