@@ -43,7 +43,10 @@ export interface Servable {
 export interface MaterializationsConfig {
   /** How often due refreshes are looked for. @default 1000 */
   readonly tickMs?: number;
-  /** How long a claimed refresh may run before another process may take it over. @default 30 min */
+  /**
+   * How long a claim holds without being renewed: the refreshing process renews it every third of this,
+   * so a refresh whose process died is taken over this long after. @default 60000
+   */
   readonly leaseMs?: number;
   /** The database of the store tables. */
   readonly database?: string;
@@ -71,7 +74,7 @@ export class Materializations {
   constructor(config: MaterializationsConfig, deps: MaterializationsDeps) {
     this.#config = {
       tickMs: config.tickMs ?? 1000,
-      leaseMs: config.leaseMs ?? 30 * 60_000,
+      leaseMs: config.leaseMs ?? 60_000,
       database: config.database,
     };
     this.#deps = deps;
@@ -149,6 +152,21 @@ export class Materializations {
     }
   }
 
+  /** Moves this process's lease on a refresh under way forward (a failure is logged: the claim may lapse). */
+  async #renew(endpoint: Endpoint, n: number): Promise<void> {
+    const until = new Date(Date.now() + this.#config.leaseMs).toISOString();
+    await this.#deps.catalog
+      .updateEndpoint(endpoint.projectId, endpoint.name, (current) => {
+        const v = current.versions[n - 1];
+        const state = v?.materialization;
+        if (!state || state.lease?.owner !== this.#owner) return {};
+        return {
+          version: { version: n, materialization: { ...state, lease: { owner: this.#owner, until } } },
+        };
+      })
+      .catch((err: unknown) => this.#deps.logger.warn({ err }, 'could not renew a materialization lease'));
+  }
+
   /** Claims, writes and records one refresh of a version; a failure is recorded, never thrown. */
   async #refresh(endpoint: Endpoint, n: number): Promise<void> {
     const { catalog, writer, logger } = this.#deps;
@@ -166,6 +184,7 @@ export class Materializations {
     if (!claimed || version?.materialization?.lease?.owner !== this.#owner) return; // another took it
     const previous = version.materialization.objectKey;
     let outcome: Partial<MaterializationState>;
+    const renewal = setInterval(() => void this.#renew(claimed, n), this.#config.leaseMs / 3);
     try {
       const plan = planMaterialization(version, compileVersion(version, this.#config.database), {
         now: startedAt,
@@ -190,6 +209,8 @@ export class Materializations {
     } catch (err) {
       logger.warn({ err, endpoint: claimed.name, version: n }, 'materialization refresh failed');
       outcome = { status: 'failed', error: err instanceof Error ? err.message : String(err) };
+    } finally {
+      clearInterval(renewal);
     }
     const recorded = await catalog.updateEndpoint(claimed.projectId, claimed.name, (current) => {
       const v = current.versions[n - 1];
@@ -230,9 +251,26 @@ function isDue(endpoint: Endpoint, v: EndpointVersion, now: number): boolean {
   if (!v.isMaterialized || !v.isActive || !endpoint.isActive) return false;
   const state = v.materialization;
   if (!state || state.status === 'pending') return true;
-  if (state.status === 'running') return !state.lease || Date.parse(state.lease.until) < now;
+  if (state.status === 'running')
+    return !state.lease || Date.parse(state.lease.until) < now || ownerGone(state.lease.owner);
   const ended = state.refreshedAt ? Date.parse(state.refreshedAt) : 0;
   return now - ended >= SYNC_SECONDS[endpoint.syncFrequency] * 1000;
+}
+
+/**
+ * Whether a lease's process is known to be gone: it ran on this machine and no process has its pid now
+ * (a `kill -9` mid-refresh, then a restart). Its refresh is taken over at once rather than when the lease
+ * lapses. A pid reused since is taken for alive, and the lease then lapses as usual.
+ */
+function ownerGone(owner: string): boolean {
+  const [host, pid] = owner.split(':');
+  if (host !== hostname() || pid === undefined || Number(pid) === process.pid) return false;
+  try {
+    process.kill(Number(pid), 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
 }
 
 /** A pending state for a refresh asked for now, keeping what is served meanwhile. */
