@@ -33,6 +33,9 @@ import { profileMaterializedRun } from './profile.ts';
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const startedAt = new Date().toISOString();
+// Taken now, when the measured code is loaded: others commit in this checkout while the benchmark runs.
+const revision = weirRevision();
+const uncommittedSrc = uncommitted('src');
 /** Project 1 holds 9 in 10 generated events: this many makes ~10M of its own (~1M with --quick). */
 const GENERATED = quick ? 1_111_112 : 11_111_112;
 const REFRESH_ROUNDS = quick ? 2 : 5;
@@ -103,8 +106,8 @@ try {
   report = {
     command: `npm run bench:materialized${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`,
     startedAt,
-    revision: weirRevision(),
-    uncommittedSrc: uncommitted('src'),
+    revision,
+    uncommittedSrc,
     machine: machineInfo(),
     generated: GENERATED,
     projectEvents: Number(count?.n ?? 0),
