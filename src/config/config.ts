@@ -106,6 +106,12 @@ export interface Config {
    * services need it, since they have no DNS name per bucket. @default false
    */
   readonly s3ForcePathStyle: boolean;
+  /**
+   * Seconds an S3 request may wait without a byte before it fails (and is retried, up to three tries): a
+   * store that stops answering fails a refresh after about three times this, rather than holding it.
+   * @default 30
+   */
+  readonly s3TimeoutSeconds: number;
 }
 
 type Parser<T> = (raw: string, name: string) => T;
@@ -299,6 +305,7 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     default: undefined,
   },
   s3ForcePathStyle: { key: 's3ForcePathStyle', env: 'WEIR_S3_FORCE_PATH_STYLE', parse: bool, default: false },
+  s3TimeoutSeconds: { key: 's3TimeoutSeconds', env: 'WEIR_S3_TIMEOUT_SECONDS', parse: int(1, 3600), default: 30 },
 };
 
 export class ConfigError extends Error {

@@ -35,7 +35,7 @@ export function mountApi(
 ): { runner: EndpointRunner; materializations: Materializations } {
   const limits: QueryLimits = { ...DEFAULT_LIMITS, maxExecutionSeconds: config.queryTimeoutSeconds };
   // Materializations (SPEC §4): results in object storage, served from memory by the query actor pool.
-  const objects = openObjectStore(config, config.dataDir);
+  const objects = openObjectStore(config, config.dataDir, { idleTimeoutMs: config.s3TimeoutSeconds * 1000 });
   teardown.push('close the object store', () => objects.close());
   const pool = new QueryPool(
     { threads: config.queryThreads, memoryBytes: config.materializedMemoryMb * 1024 * 1024 },
