@@ -305,7 +305,12 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     default: undefined,
   },
   s3ForcePathStyle: { key: 's3ForcePathStyle', env: 'WEIR_S3_FORCE_PATH_STYLE', parse: bool, default: false },
-  s3TimeoutSeconds: { key: 's3TimeoutSeconds', env: 'WEIR_S3_TIMEOUT_SECONDS', parse: int(1, 3600), default: 30 },
+  s3TimeoutSeconds: {
+    key: 's3TimeoutSeconds',
+    env: 'WEIR_S3_TIMEOUT_SECONDS',
+    parse: int(1, 3600),
+    default: 30,
+  },
 };
 
 export class ConfigError extends Error {

@@ -170,10 +170,10 @@ t.test(
     t.equal(run.endpoint_materialized, false, 'answered from the raw data');
     t.same(run.results, (await runOk(w, 'fragile', { variables, refresh: 'direct' })).results);
     const repaired = await completed('fragile', before.materialization.last_materialized_at).catch(
-    async (err: unknown) => {
-      throw new Error(`${String(err)}: ${JSON.stringify((await shown('fragile')).materialization)}`);
-    },
-  );
+      async (err: unknown) => {
+        throw new Error(`${String(err)}: ${JSON.stringify((await shown('fragile')).materialization)}`);
+      },
+    );
     t.equal(repaired.materialization.error, null, 'the refresh cleared the error');
     const again = await runOk(w, 'fragile', { variables, refresh: 'force' });
     t.equal(again.endpoint_materialized, true, 'served from the new materialization');
