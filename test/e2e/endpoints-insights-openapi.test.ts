@@ -7,8 +7,8 @@ import { validate } from '@readme/openapi-parser';
 import t from 'tap';
 import { createEndpoint, endpointsApi, runOk } from '../helpers/endpoints.ts';
 import { generatedClient } from '../helpers/openapi-client.ts';
-import { rows } from '../helpers/query-api.ts';
-import { PERSONAL_API_KEY, PROJECT_API_KEY, post, startTestWeir, waitFor } from '../helpers/weir.ts';
+import { captureAll } from '../helpers/query-api.ts';
+import { PERSONAL_API_KEY, startTestWeir } from '../helpers/weir.ts';
 
 const w = await startTestWeir();
 t.teardown(() => w.close());
@@ -27,16 +27,7 @@ const batch = [
   timestamp,
   properties: { $browser },
 }));
-const captured = await post(
-  `${w.url}/batch/`,
-  JSON.stringify({ api_key: PROJECT_API_KEY, historical_migration: true, batch }),
-);
-if (captured.status !== 200) throw new Error(`capture: ${captured.status} ${captured.text}`);
-await waitFor(
-  async () => ((await rows(w, 'SELECT count() FROM events'))[0]![0] === batch.length ? true : undefined),
-  20_000,
-  'the captured events',
-);
+await captureAll(w, batch);
 
 const RANGE = { date_from: '2020-01-10', date_to: '2020-01-11' };
 const QUERIES = {

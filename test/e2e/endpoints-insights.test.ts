@@ -6,8 +6,8 @@
 import { validate } from '@readme/openapi-parser';
 import t from 'tap';
 import { createEndpoint, endpointsApi, refused, runEndpoint, runOk } from '../helpers/endpoints.ts';
-import { rows } from '../helpers/query-api.ts';
-import { PROJECT_API_KEY, post, startTestWeir, waitFor } from '../helpers/weir.ts';
+import { captureAll } from '../helpers/query-api.ts';
+import { startTestWeir } from '../helpers/weir.ts';
 
 const w = await startTestWeir();
 t.teardown(() => w.close());
@@ -35,16 +35,7 @@ for (const [id, p] of Object.entries(PEOPLE)) {
     }
   }
 }
-const captured = await post(
-  `${w.url}/batch/`,
-  JSON.stringify({ api_key: PROJECT_API_KEY, historical_migration: true, batch }),
-);
-if (captured.status !== 200) throw new Error(`capture: ${captured.status} ${captured.text}`);
-await waitFor(
-  async () => ((await rows(w, 'SELECT count() FROM events'))[0]![0] === batch.length ? true : undefined),
-  20_000,
-  'the captured events',
-);
+await captureAll(w, batch);
 
 const RANGE = { date_from: '2020-01-09', date_to: '2020-01-19' };
 const DAYS = Array.from({ length: 11 }, (_, i) => `2020-01-${String(9 + i).padStart(2, '0')}`);

@@ -8,7 +8,7 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { createEndpoint, endpointsApi, refused, runEndpoint, runOk } from '../helpers/endpoints.ts';
-import { rows } from '../helpers/query-api.ts';
+import { captureAll } from '../helpers/query-api.ts';
 import { PROJECT_API_KEY, post, startTestWeir, waitFor } from '../helpers/weir.ts';
 
 const w = await startTestWeir();
@@ -21,16 +21,7 @@ const batch = Array.from({ length: 60 }, (_, i) => ({
   timestamp: new Date(Date.UTC(2020, 0, 10 + (i % 5), i % 24)).toISOString(),
   properties: { $browser: BROWSERS[i % 3], price: i },
 }));
-const captured = await post(
-  `${w.url}/batch/`,
-  JSON.stringify({ api_key: PROJECT_API_KEY, historical_migration: true, batch }),
-);
-if (captured.status !== 200) throw new Error(`capture: ${captured.status} ${captured.text}`);
-await waitFor(
-  async () => ((await rows(w, 'SELECT count() FROM events'))[0]![0] === batch.length ? true : undefined),
-  20_000,
-  'the captured events',
-);
+await captureAll(w, batch);
 
 interface Shown {
   id: string;

@@ -6,9 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { createEndpoint, endpointsApi, runOk } from '../helpers/endpoints.ts';
-import { rows } from '../helpers/query-api.ts';
+import { captureAll } from '../helpers/query-api.ts';
 import { startS3Server, type S3Server } from '../helpers/s3-server.ts';
-import { PROJECT_API_KEY, post, startTestWeir, waitFor } from '../helpers/weir.ts';
+import { startTestWeir, waitFor } from '../helpers/weir.ts';
 
 let s3: S3Server | undefined;
 try {
@@ -41,16 +41,7 @@ if (s3) {
     timestamp: new Date(Date.UTC(2020, 0, 1 + (i % 10))).toISOString(),
     properties: { $browser: ['Chrome', 'Safari'][i % 2] },
   }));
-  const res = await post(
-    `${w.url}/batch/`,
-    JSON.stringify({ api_key: PROJECT_API_KEY, historical_migration: true, batch }),
-  );
-  if (res.status !== 200) throw new Error(`capture: ${res.status} ${res.text}`);
-  await waitFor(
-    async () => ((await rows(w, 'SELECT count() FROM events'))[0]![0] === batch.length ? true : undefined),
-    20_000,
-    'the captured events',
-  );
+  await captureAll(w, batch);
 
   type State = { status: string; last_materialized_at: string | null; error: string | null };
   const state = async (): Promise<State> =>

@@ -1,5 +1,13 @@
 /** Calling the query API of a test Weir. */
-import { PERSONAL_API_KEY, request, type HttpResult, type TestWeir } from './weir.ts';
+import {
+  PERSONAL_API_KEY,
+  PROJECT_API_KEY,
+  post,
+  request,
+  waitFor,
+  type HttpResult,
+  type TestWeir,
+} from './weir.ts';
 
 export interface QueryBody {
   results: unknown[][];
@@ -67,4 +75,21 @@ export async function createKey(
   });
   if (res.status !== 201) throw new Error(`create key: ${res.status} ${res.text}`);
   return res.json as { id: string; value: string };
+}
+
+/**
+ * Captures a batch of events into an empty project 1 (as a historical import, so spike detection leaves it
+ * whole) and waits until a query sees every one of them.
+ */
+export async function captureAll(w: TestWeir, batch: readonly Record<string, unknown>[]): Promise<void> {
+  const res = await post(
+    `${w.url}/batch/`,
+    JSON.stringify({ api_key: PROJECT_API_KEY, historical_migration: true, batch }),
+  );
+  if (res.status !== 200) throw new Error(`capture: ${res.status} ${res.text}`);
+  await waitFor(
+    async () => ((await rows(w, 'SELECT count() FROM events'))[0]![0] === batch.length ? true : undefined),
+    20_000,
+    'the captured events',
+  );
 }
