@@ -6,8 +6,9 @@
  *
  * Stored columns are read by index (a query's column names may repeat), and only the columns a step needs:
  * the filter reads the variables' columns of every row, the answer's columns are read for the kept rows.
+ * They are read from the arrays the table's columns were decoded into once (columns.ts), not from Arrow.
  */
-import type { Table, Vector } from 'apache-arrow';
+import type { Table } from 'apache-arrow';
 import { AppError } from '../../errors/app-error.ts';
 import type { ParamValue } from '../clickhouse/variables.ts';
 import type {
@@ -18,6 +19,7 @@ import type {
   ServingPlan,
   SqlServing,
 } from './serving.ts';
+import { arrowSize, columnReader, decodedTable, type ColumnReader } from './columns.ts';
 import { bucketStart, compare, comparable, kindOf, toJson, variableAs } from './values.ts';
 
 export interface ServingPage {
@@ -38,17 +40,19 @@ export function executeServing(
   if (table.numCols !== plan.stored.length) {
     throw new Error(`the stored table has ${table.numCols} columns; its plan expects ${plan.stored.length}`);
   }
-  // `getChildAt` makes a new Vector at each call: each column's is made once a run.
-  const vectors: Vector[] = [];
-  const column = (i: number): Vector => (vectors[i] ??= table.getChildAt(i)!);
+  const decoded = decodedTable(table, () => arrowSize(table)).columns;
+  // A reader is cheap (closures over the decoded arrays) but made once a run per column all the same.
+  const readers: ColumnReader[] = [];
+  const column = (i: number): ColumnReader =>
+    (readers[i] ??= columnReader(() => table.getChildAt(i)!, decoded[i] ?? null, types[i]!));
   return plan.kind === 'sql'
-    ? executeSql(table.numRows, column, types, plan, variables, page)
+    ? executeSql(table, column, types, plan, variables, page)
     : executeInsight(table.numRows, column, types, plan, variables);
 }
 
 function executeSql(
-  numRows: number,
-  column: (i: number) => Vector,
+  table: Table,
+  column: (i: number) => ColumnReader,
   types: readonly string[],
   plan: SqlServing,
   variables: Readonly<Record<string, ParamValue>>,
@@ -57,24 +61,22 @@ function executeSql(
   const tests = plan.filters.map((f) => filterTest(f, column(f.column), types[f.column]!, variables));
   const marker = plan.emptyMarker === null ? null : column(plan.emptyMarker);
   // An equality narrows the rows through an index of its column first; the other tests read only those.
-  const first = plan.filters.findIndex((f) => f.op === '=');
-  const candidates =
-    first >= 0
-      ? candidateRows(plan.filters[first]!, column(plan.filters[first]!.column), types, variables)
-      : null;
+  const first = plan.filters.find((f) => f.op === '=');
+  const candidates = first ? candidateRows(first, column(first.column), types, variables, table) : null;
   let kept: number[] = [];
   let emptyRow = -1;
+  const numRows = table.numRows;
   const total = candidates ? candidates.length : numRows;
   for (let n = 0; n < total; n++) {
     const row = candidates ? candidates[n]! : n;
-    if (marker && Number(marker.get(row)) === 1) {
+    if (marker && Number(marker.raw(row)) === 1) {
       emptyRow = row;
       continue;
     }
     if (tests.every((test) => test(row))) kept.push(row);
   }
   if (marker && candidates && kept.length === 0) {
-    for (let row = 0; row < numRows && emptyRow < 0; row++) if (Number(marker.get(row)) === 1) emptyRow = row;
+    for (let row = 0; row < numRows && emptyRow < 0; row++) if (Number(marker.raw(row)) === 1) emptyRow = row;
   }
   // A query with aggregates and no GROUP BY answers its row over no rows (count() 0, …) when none is kept.
   if (kept.length === 0 && emptyRow >= 0) kept = [emptyRow];
@@ -82,14 +84,7 @@ function executeSql(
   const outputType = plan.outputs.map((o) => outputTypeOf(o, types));
   let rows =
     plan.mode === 'rows'
-      ? kept.map((row) =>
-          plan.outputs.map((o) =>
-            toJson(
-              column((o as { stored: number }).stored).get(row),
-              types[(o as { stored: number }).stored]!,
-            ),
-          ),
-        )
+      ? kept.map((row) => plan.outputs.map((o) => column((o as { stored: number }).stored).json(row)))
       : reaggregate(kept, column, types, plan);
   if (plan.distinct) {
     const seen = new Set<string>();
@@ -115,7 +110,7 @@ function executeSql(
 /** The test of one variable's predicate on a row of the stored table. */
 function filterTest(
   filter: ServingFilter,
-  vector: Vector,
+  reader: ColumnReader,
   type: string,
   variables: Readonly<Record<string, ParamValue>>,
 ): (row: number) => boolean {
@@ -138,43 +133,60 @@ function filterTest(
   if (filter.bucket !== null && kind === 'time') value = bucketStart(value as number, filter.bucket);
   const wanted = value;
   const op = filter.op;
+  const holds = (c: number): boolean =>
+    op === '=' ? c === 0 : op === '>=' ? c >= 0 : op === '>' ? c > 0 : op === '<' ? c < 0 : c <= 0;
+  const strings = reader.strings;
+  if (strings) {
+    // Each distinct string is compared once a run; a row's test is then a look-up of its code.
+    const pass = new Uint8Array(strings.dict.length);
+    for (let c = 1; c < pass.length; c++) pass[c] = holds(compare(strings.dict[c], wanted)) ? 1 : 0;
+    const codes = strings.codes;
+    return (row) => pass[codes[row]!] === 1;
+  }
   return (row) => {
-    const stored = comparable(vector.get(row), kind, type);
-    if (stored === null) return false;
-    const c = compare(stored, wanted);
-    return op === '=' ? c === 0 : op === '>=' ? c >= 0 : op === '>' ? c > 0 : op === '<' ? c < 0 : c <= 0;
+    const stored = reader.cmp(row);
+    return stored !== null && holds(compare(stored, wanted));
   };
 }
 
 /**
- * Rows of a table by their value in one column, made the first time a run filters the column with `=` and
+ * Rows of a column read from Arrow by their value, made the first time a run filters the column with `=` and
  * kept as long as the table (the actor's): a run of one value then reads its rows, not the whole table.
+ * Decoded strings have their own index (columns.ts); decoded numbers are scanned (a typed array is read at
+ * a nanosecond or so a row, and their index would be memory the pool does not count).
  */
-const indexes = new WeakMap<object, Map<unknown, number[]>>();
+const indexes = new WeakMap<Table, Map<number, Map<unknown, number[]>>>();
 
 function candidateRows(
   filter: ServingFilter,
-  vector: Vector,
+  reader: ColumnReader,
   types: readonly string[],
   variables: Readonly<Record<string, ParamValue>>,
-): readonly number[] {
-  const type = types[filter.column]!;
-  const kind = kindOf(type);
-  // Keyed by the column's first data chunk: `getChildAt` makes a new Vector at each call, over the same data.
-  const owner: object = vector.data[0] ?? vector;
-  let index = indexes.get(owner);
+  table: Table,
+): ArrayLike<number> | null {
+  const kind = kindOf(types[filter.column]!);
+  const wanted = variableAs(variables[filter.variable] ?? null, kind);
+  const strings = reader.strings;
+  if (strings) {
+    if (!strings.rows || !strings.starts) return null;
+    const code = typeof wanted === 'string' ? strings.lookup.get(wanted) : undefined;
+    return code === undefined ? [] : strings.rows.subarray(strings.starts[code], strings.starts[code + 1]);
+  }
+  if (reader.decoded) return null;
+  let byColumn = indexes.get(table);
+  if (!byColumn) indexes.set(table, (byColumn = new Map<number, Map<unknown, number[]>>()));
+  let index = byColumn.get(filter.column);
   if (!index) {
     index = new Map();
-    for (let row = 0; row < vector.length; row++) {
-      const key = indexKey(comparable(vector.get(row), kind, type));
+    for (let row = 0; row < table.numRows; row++) {
+      const key = indexKey(reader.cmp(row));
       if (key === null) continue;
       const rows = index.get(key);
       if (rows) rows.push(row);
       else index.set(key, [row]);
     }
-    indexes.set(owner, index);
+    byColumn.set(filter.column, index);
   }
-  const wanted = variableAs(variables[filter.variable] ?? null, kind);
   return wanted === null || wanted === undefined ? [] : (index.get(indexKey(wanted)) ?? []);
 }
 
@@ -199,44 +211,51 @@ interface Merge {
 /** The kept rows grouped by their keys, each group's partial aggregates merged; JSON values. */
 function reaggregate(
   kept: readonly number[],
-  column: (i: number) => Vector,
+  column: (i: number) => ColumnReader,
   types: readonly string[],
   plan: SqlServing,
 ): unknown[][] {
-  const groups = new Map<string, Merge>();
+  const keyReaders = plan.keys.map((k) => column((plan.outputs[k] as { stored: number }).stored));
+  // Groups in the order they are first met (the answer's order without ORDER BY). One key that is not an
+  // object is its own Map key (equal where its JSON is equal: JSON.stringify only costs); others go by JSON.
+  const groups: Merge[] = [];
+  const byKey = new Map<unknown, Merge>();
+  const byJson = new Map<string, Merge>();
   for (const row of kept) {
-    const key = plan.keys.map((k) => {
-      const o = plan.outputs[k] as { stored: number };
-      return toJson(column(o.stored).get(row), types[o.stored]!);
-    });
-    const id = JSON.stringify(key);
-    let group = groups.get(id);
-    if (!group)
-      groups.set(
-        id,
-        (group = { key, values: plan.outputs.map(() => null), counts: plan.outputs.map(() => null) }),
-      );
+    const key = keyReaders.map((r) => r.json(row));
+    const single = key.length === 1 && (key[0] === null || typeof key[0] !== 'object');
+    const id = single ? key[0] : JSON.stringify(key);
+    let group = single ? byKey.get(id) : byJson.get(id as string);
+    if (!group) {
+      group = { key, values: plan.outputs.map(() => null), counts: plan.outputs.map(() => null) };
+      groups.push(group);
+      if (single) byKey.set(id, group);
+      else byJson.set(id as string, group);
+    }
     for (let i = 0; i < plan.outputs.length; i++) {
       const o = plan.outputs[i]!;
       if (o.kind === 'value') continue;
       if (o.kind === 'avg') {
-        group.values[i] = add(group.values[i], column(o.sum).get(row));
-        group.counts[i] = add(group.counts[i], column(o.count).get(row));
+        const sum = column(o.sum);
+        const count = column(o.count);
+        group.values[i] = add(group.values[i], sum.raw(row), sum.bigints);
+        group.counts[i] = add(group.counts[i], count.raw(row), count.bigints);
         continue;
       }
-      const v: unknown = column(o.stored).get(row);
+      const reader = column(o.stored);
+      const v: unknown = reader.raw(row);
       if (v === null || v === undefined) continue;
       const current = group.values[i];
-      if (o.kind === 'sum') group.values[i] = add(current, v);
+      if (o.kind === 'sum') group.values[i] = add(current, v, reader.bigints);
       else if (current === null) group.values[i] = v;
       else {
         const type = types[o.stored]!;
-        const c = compare(comparable(v, kindOf(type), type), comparable(current, kindOf(type), type));
+        const c = compare(reader.cmp(row), comparable(current, kindOf(type), type));
         if (o.kind === 'min' ? c < 0 : c > 0) group.values[i] = v;
       }
     }
   }
-  return [...groups.values()].map((g) =>
+  return groups.map((g) =>
     plan.outputs.map((o, i) => {
       if (o.kind === 'value') return g.key[plan.keys.indexOf(i)];
       if (o.kind === 'avg') {
@@ -249,13 +268,18 @@ function reaggregate(
   );
 }
 
-/** A sum that stays exact for 64-bit integers (bigints) and skips NULLs. */
-function add(total: unknown, v: unknown): unknown {
+/**
+ * A sum that stays exact for 64-bit integers and skips NULLs: bigints (read from Arrow) are summed as
+ * bigints; `bigints` says numbers were decoded from them (each exact), summed as numbers while the sum is
+ * exact and as bigints once it is not, as the bigints themselves would have been.
+ */
+function add(total: unknown, v: unknown, bigints: boolean): unknown {
   if (v === null || v === undefined) return total;
   if (total === null) return v;
   if (typeof total === 'bigint' || typeof v === 'bigint')
     return BigInt(total as bigint) + BigInt(v as bigint);
-  return (total as number) + (v as number);
+  const sum = (total as number) + (v as number);
+  return bigints && !Number.isSafeInteger(sum) ? BigInt(total as number) + BigInt(v as number) : sum;
 }
 
 /** ClickHouse's order: by each item in turn; NULLs last unless NULLS FIRST. */
@@ -276,7 +300,7 @@ function orderRows(a: readonly unknown[], b: readonly unknown[], plan: SqlServin
 
 function executeInsight(
   numRows: number,
-  column: (i: number) => Vector,
+  column: (i: number) => ColumnReader,
   types: readonly string[],
   plan: InsightServing,
   variables: Readonly<Record<string, ParamValue>>,
@@ -288,12 +312,12 @@ function executeInsight(
   const bd = plan.breakdown === null ? null : column(plan.breakdown.column);
   const rows: unknown[][] = [];
   for (let row = 0; row < numRows; row++) {
-    if (part && Number(part.get(row)) !== (selecting ? 1 : 0)) continue;
+    if (part && Number(part.raw(row)) !== (selecting ? 1 : 0)) continue;
     if (selecting && bd) {
-      const value = toJson(bd.get(row), types[plan.breakdown.column]!);
+      const value = bd.json(row);
       if (wanted === null ? value !== null : value !== wanted) continue;
     }
-    rows.push(plan.columns.map((i) => toJson(column(i).get(row), types[i]!)));
+    rows.push(plan.columns.map((i) => column(i).json(row)));
   }
   const at = plan.breakdownColumn === null ? -1 : plan.columns.indexOf(plan.breakdownColumn);
   const isOther = (r: unknown[]): boolean =>
