@@ -217,26 +217,22 @@ export class EndpointRunner {
     const served = request.refresh === 'direct' ? undefined : this.#materialized?.servable(endpoint, version);
     if (!served || !this.#materialized) return this.#directPlan(compiled, version, request, page);
     const pool = this.#materialized;
+    // The run on raw data if the materialization cannot be read; made first, so a page on an insight is
+    // refused here as on a direct run.
+    const fallback = this.#directPlan(compiled, version, request, page);
     // Checked as a direct run checks them: the same refusals, whichever path answers.
     const variables = servingVariables(compiled, request.variables);
-    if (compiled.kind === 'insight' && (page.limit !== undefined || page.offset !== undefined)) {
-      throw new AppError('invalid_input', {
-        detail: `'limit' and 'offset' page the rows of SQL endpoints; an insight endpoint answers its whole table.`,
-        attr: page.limit !== undefined ? 'limit' : 'offset',
-      });
-    }
     return {
+      ...fallback,
       bound: new Map(),
       keyExtra: `\0m\0${served.objectKey}\0${JSON.stringify(variables)}`,
-      query: () => compiledQueryOf(compiled),
-      bind: () => undefined,
       shape: (result) => ({
         rows: result.results,
         hasMore: (result as { hasMore?: boolean }).hasMore ?? false,
       }),
       materialized: {
         at: served.at,
-        fallback: this.#directPlan(compiled, version, request, page),
+        fallback,
         execute: async () => {
           const clock = new Timings();
           const answer = await pool.run({
@@ -493,12 +489,6 @@ function withDeadline<T>(query: Promise<T>, limits: QueryLimits): Promise<T> {
     );
   });
   return Promise.race([query, deadline]).finally(() => clearTimeout(timer));
-}
-
-/** The compiled query of a version (a materialized run compiles none; this only satisfies the plan's shape). */
-function compiledQueryOf(compiled: CompiledVersion): CompiledQuery {
-  if (compiled.kind === 'sql') return { ast: compiled.ast, resolved: compiled.resolved };
-  throw new Error('an insight run answered from a materialization has no query of its own');
 }
 
 /**
