@@ -119,4 +119,26 @@ export const MIGRATIONS: readonly Migration[] = [
     // creating files (bench/results/single-event-latency.md, session 15). ClickHouse's default is 10 MB.
     statements: ['ALTER TABLE events MODIFY SETTING min_bytes_for_wide_part = 33554432'],
   },
+  {
+    version: 6,
+    name: 'property_definitions',
+    // The properties ingest has seen and the type each was given (PostHog's property definitions). One row a
+    // (project, type, name): ingest rewrites it when what it holds changes (the events it was seen with, its
+    // last day seen, a type set through the API), and the highest version is the row that counts.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS property_definitions (
+        project_id UInt64,
+        type LowCardinality(String),
+        name String,
+        property_type LowCardinality(String),
+        events Array(String),
+        first_seen_at ${TS},
+        last_seen_at ${TS},
+        type_changed_at Nullable(${TS}),
+        version UInt64
+      ) ENGINE = ReplacingMergeTree(version)
+      ORDER BY (project_id, type, name)
+      SETTINGS non_replicated_deduplication_window = 10000`,
+    ],
+  },
 ];
