@@ -29,8 +29,9 @@ export interface CapturedEvent {
 }
 
 /**
- * The properties ingest reads (persons, groups, person mode). A step that reads another must add it here:
- * over the bus, `properties` holds only these.
+ * The properties ingest reads (persons, groups, person mode, and those stored as columns of their own:
+ * sessions, autocapture elements). A step that reads another must add it here: over the bus, `properties`
+ * holds only these.
  */
 export const INGEST_PROPERTY_KEYS: readonly string[] = [
   '$process_person_profile',
@@ -43,6 +44,10 @@ export const INGEST_PROPERTY_KEYS: readonly string[] = [
   '$group_type',
   '$group_key',
   '$group_set',
+  '$session_id',
+  '$window_id',
+  '$elements_chain',
+  '$elements',
 ];
 
 /** A problem met while capturing or ingesting an event, stored where a query can read it. */

@@ -2,6 +2,7 @@ import type { IngestionWarning } from '../core/event.ts';
 import type { Row, Values } from '../core/ports.ts';
 import type { PipelineEvent } from '../core/step.ts';
 import { chTime } from '../store/clickhouse-store.ts';
+import { elementsChain } from './elements-chain.ts';
 
 /** The columns of an `events` row as ingest writes it (DESIGN "Store schema"), in the order of `eventValues`. */
 export const EVENT_COLUMNS: readonly string[] = Object.freeze([
@@ -20,6 +21,9 @@ export const EVENT_COLUMNS: readonly string[] = Object.freeze([
   '$group_3',
   '$group_4',
   'created_at',
+  '$session_id',
+  '$window_id',
+  'elements_chain',
 ]);
 
 /**
@@ -45,7 +49,16 @@ export function eventValues(e: PipelineEvent): Values {
     e.groups[3],
     e.groups[4],
     chTime(e.receivedAt),
+    textProperty(e.properties, '$session_id'),
+    textProperty(e.properties, '$window_id'),
+    elementsChain(e.properties),
   ];
+}
+
+/** A property PostHog keeps as a column of its own, as that column's text ('' when absent or not text). */
+function textProperty(properties: Readonly<Record<string, unknown>>, key: string): string {
+  const value = properties[key];
+  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : '';
 }
 
 export function warningRow(w: IngestionWarning): Row {

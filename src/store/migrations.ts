@@ -141,4 +141,15 @@ export const MIGRATIONS: readonly Migration[] = [
       SETTINGS non_replicated_deduplication_window = 10000`,
     ],
   },
+  {
+    version: 7,
+    name: 'events_session_and_elements',
+    // PostHog's own columns of events (HogQL's `$session_id`, `$window_id`, `elements_chain`). Ingest writes
+    // them; the DEFAULT gives rows stored before this migration the same values, computed when read.
+    statements: [
+      "ALTER TABLE events ADD COLUMN IF NOT EXISTS `$session_id` String DEFAULT JSONExtractString(properties, '$session_id')",
+      "ALTER TABLE events ADD COLUMN IF NOT EXISTS `$window_id` String DEFAULT JSONExtractString(properties, '$window_id')",
+      "ALTER TABLE events ADD COLUMN IF NOT EXISTS elements_chain String DEFAULT JSONExtractString(properties, '$elements_chain')",
+    ],
+  },
 ];
