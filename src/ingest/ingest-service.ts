@@ -19,6 +19,7 @@ import { linkGroups } from './steps/link-groups.ts';
 import { processPerson } from './steps/process-person.ts';
 import { refusePersonlessIdentify } from './steps/refuse-personless-identify.ts';
 import type { CapturedEvent } from '../core/event.ts';
+import type { PipelineEvent } from '../core/step.ts';
 import { asError } from '../errors/app-error.ts';
 
 export interface IngestConfig {
@@ -35,6 +36,8 @@ export interface IngestDeps {
   readonly store: Store;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** Records the property definitions of what is stored (property-definitions.ts); none when absent. */
+  readonly properties?: { observe(events: readonly PipelineEvent[]): void };
 }
 
 interface Job {
@@ -292,6 +295,7 @@ export class IngestService {
   /** Hands a job's rows to the writer; `settle` settles the job's claim with their commit. */
   #write(job: Job, out: PipelineOutput, settle: (outcome: Promise<void>) => void): void {
     job.commits.push(...out.written);
+    this.#deps.properties?.observe(out.events);
     const commit =
       out.events.length > 0
         ? this.#writer.writeValues('events', EVENT_COLUMNS, out.events.map(eventValues))
