@@ -13,7 +13,8 @@ import { mountApi } from './roles/api.ts';
 import { CaptureThreads } from './roles/capture-threads.ts';
 import type { LoggedStore } from './store/logged-store.ts';
 import { mountCapture } from './roles/capture-role.ts';
-import { consumeBus, openDataDir, startIngest, type Weir } from './roles/owner.ts';
+import { consumeBus, openDataDir, openPropertyDefinitions, startIngest, type Weir } from './roles/owner.ts';
+import type { PropertyDefinitionRegistry } from './ingest/property-definitions.ts';
 import { serveRole } from './roles/serve.ts';
 import { Teardown } from './roles/teardown.ts';
 
@@ -30,7 +31,12 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
   try {
     const metrics = new Metrics();
     const { catalog, store } = await openDataDir(config, { logger, metrics }, teardown);
-    const ingest = await startIngest(config, { store, metrics, logger }, teardown);
+    const propertyDefinitions = await openPropertyDefinitions({ store, logger }, teardown);
+    const ingest = await startIngest(
+      config,
+      { store, metrics, logger, properties: propertyDefinitions },
+      teardown,
+    );
     const bus = await openBus(config, { ingest, metrics, logger }, teardown);
 
     const app = uWS.App();
@@ -38,13 +44,13 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
       const served = await serveWithCaptureThreads(
         app,
         config,
-        { catalog, store, bus, metrics, logger },
+        { catalog, store, bus, metrics, logger, propertyDefinitions },
         teardown,
       );
       return { ...served, catalog, metrics, store };
     }
     const inFlight = mountCapture(app, config, { catalog, bus: bus.bus, metrics, logger });
-    mountApi(app, config, { catalog, store, inFlight, logger, metrics }, teardown);
+    mountApi(app, config, { catalog, store, inFlight, logger, metrics, propertyDefinitions }, teardown);
     const served = await serveRole(
       app,
       config,
@@ -71,12 +77,13 @@ async function serveWithCaptureThreads(
     bus: { bus: Bus; isReady: () => boolean };
     metrics: Metrics;
     logger: Logger;
+    propertyDefinitions: PropertyDefinitionRegistry;
   },
   teardown: Teardown,
 ): Promise<{ port: number; url: string; close: () => Promise<void> }> {
-  const { catalog, store, bus, metrics, logger } = deps;
+  const { catalog, store, bus, metrics, logger, propertyDefinitions } = deps;
   const inFlight = new InFlight();
-  mountApi(app, config, { catalog, store, inFlight, logger, metrics }, teardown);
+  mountApi(app, config, { catalog, store, inFlight, logger, metrics, propertyDefinitions }, teardown);
   // Set once the threads run; the ops routes are registered (and may be asked) before that.
   const started: { threads?: CaptureThreads } = {};
   const internal = await serveRole(

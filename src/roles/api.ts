@@ -7,6 +7,9 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Catalog, ParquetExporter, TableReader } from '../core/ports.ts';
+import type { PropertyCatalog } from '../core/property-catalog.ts';
+import type { PropertyDefinitions } from '../core/property-types.ts';
+import { registerPropertyDefinitionRoutes } from '../api/property-definition-routes.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { DEFAULT_LIMITS, type QueryLimits } from '../query/clickhouse/printer.ts';
 import { EndpointRunner } from '../query/endpoints/endpoint-runner.ts';
@@ -30,6 +33,8 @@ export function mountApi(
     readonly inFlight: InFlight;
     readonly logger: Logger;
     readonly metrics: Metrics;
+    /** The property types ingest records (the query path types properties by them), and their API. */
+    readonly propertyDefinitions: PropertyDefinitions & PropertyCatalog;
   },
   teardown: Teardown,
 ): { runner: EndpointRunner; materializations: Materializations } {
@@ -59,6 +64,7 @@ export function mountApi(
       logger: deps.logger,
       onReplaced: (key) => pool.forget(key),
       onChanged: (id) => changed.invalidate(id),
+      properties: deps.propertyDefinitions,
     },
   );
   const runner = new EndpointRunner(
@@ -76,6 +82,7 @@ export function mountApi(
           materializations.unreadable(endpoint, version, key, detail),
       },
       logger: deps.logger,
+      properties: deps.propertyDefinitions,
     },
   );
   changed.invalidate = (id) => runner.invalidate(id);
@@ -83,7 +90,8 @@ export function mountApi(
   teardown.push('stop refreshing materializations', () => materializations.close());
   const onEndpointChanged = (id: string): void => runner.invalidate(id);
   registerManagementRoutes(app, deps);
-  registerQueryRoutes(app, { ...deps, limits });
+  registerPropertyDefinitionRoutes(app, deps);
+  registerQueryRoutes(app, { ...deps, limits, properties: deps.propertyDefinitions });
   registerEndpointRoutes(app, { ...deps, onEndpointChanged, materializations });
   registerEndpointRunRoutes(app, { ...deps, runner, maxLimit: limits.maxResultRows });
   return { runner, materializations };

@@ -3,7 +3,7 @@ import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
 import { InFlight } from '../http/in-flight.ts';
-import { consumeBus, openDataDir, startIngest, type Weir } from './owner.ts';
+import { consumeBus, openDataDir, openPropertyDefinitions, startIngest, type Weir } from './owner.ts';
 import { serveRole } from './serve.ts';
 import { mountApi } from './api.ts';
 import { Teardown } from './teardown.ts';
@@ -21,13 +21,18 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
   try {
     const metrics = new Metrics();
     const { catalog, store } = await openDataDir(config, { logger, metrics }, teardown);
-    const ingest = await startIngest(config, { store, metrics, logger }, teardown);
+    const propertyDefinitions = await openPropertyDefinitions({ store, logger }, teardown);
+    const ingest = await startIngest(
+      config,
+      { store, metrics, logger, properties: propertyDefinitions },
+      teardown,
+    );
     const consumers = await consumeBus({ ...config, natsUrl }, { ingest, metrics, logger }, teardown);
 
     const app = uWS.App();
     // The process that owns the store and the catalog also answers the query, management and endpoint APIs.
     const inFlight = new InFlight();
-    mountApi(app, config, { catalog, store, inFlight, logger, metrics }, teardown);
+    mountApi(app, config, { catalog, store, inFlight, logger, metrics, propertyDefinitions }, teardown);
     const served = await serveRole(
       app,
       config,

@@ -6,6 +6,7 @@ import type { Metrics } from '../core/metrics.ts';
 import type { Store } from '../core/ports.ts';
 import { freePort } from '../http/server.ts';
 import { IngestService } from '../ingest/ingest-service.ts';
+import { PropertyDefinitionRegistry } from '../ingest/property-definitions.ts';
 import { type LoggedStore, openEmbeddedStore } from '../store/logged-store.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
 import type { Teardown } from './teardown.ts';
@@ -53,10 +54,24 @@ export async function openDataDir(
   return { catalog, store };
 }
 
+/**
+ * The property definitions of the store, read from it; recorded by this process's ingest (call before
+ * `startIngest`, so that on shutdown ingest commits first and the definitions it recorded are written after).
+ */
+export async function openPropertyDefinitions(
+  deps: { store: Store; logger: Logger },
+  teardown: Teardown,
+): Promise<PropertyDefinitionRegistry> {
+  const definitions = new PropertyDefinitionRegistry({}, deps);
+  await definitions.start();
+  teardown.push('store the property definitions', () => definitions.close());
+  return definitions;
+}
+
 /** Ingest on the store, its duplicate window warmed; on shutdown it commits everything handed to it. */
 export async function startIngest(
   config: Config,
-  deps: { store: Store; metrics: Metrics; logger: Logger },
+  deps: { store: Store; metrics: Metrics; logger: Logger; properties: PropertyDefinitionRegistry },
   teardown: Teardown,
 ): Promise<IngestService> {
   const ingest = new IngestService(config, deps);
