@@ -92,6 +92,8 @@ export function sexpr(e: Expr): string {
       return s('cast', e.expr, typeText(e.type));
     case 'subquery':
       return '(subquery)';
+    case 'alias':
+      return s('as', e.expr, e.alias);
   }
 }
 

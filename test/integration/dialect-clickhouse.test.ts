@@ -38,14 +38,31 @@ function withValues(text: string): string {
   return out + text.slice(from);
 }
 
+/** HogQL's operators, which ClickHouse does not have: Weir prints the calls HogQL makes of them. */
+const HOGQL_OPERATORS = new Set(['??', '=~', '!~', '~', '~*', '=~*', '!~*']);
+
 t.test('ClickHouse reads every printed corpus query as it reads the original', (t) => {
   for (const q of loadValidCorpus()) {
+    const ast = parseDialect(q.text);
+    if (tokenize(q.text).some((tok) => tok.type === 'punct' && HOGQL_OPERATORS.has(tok.value))) {
+      // No original ClickHouse could read: the printed text must read, and the same with every parenthesis.
+      const needed = clickhouseAst(printDialect(ast, { inline: SAMPLE_VARIABLES }));
+      t.ok(
+        'ast' in needed,
+        `${q.name}: ClickHouse reads the printed HogQL (${JSON.stringify(needed).slice(0, 200)})`,
+      );
+      t.same(
+        clickhouseAst(printDialect(ast, { inline: SAMPLE_VARIABLES, parentheses: 'all' })),
+        needed,
+        q.name,
+      );
+      continue;
+    }
     const original = clickhouseAst(withValues(q.text));
     if ('error' in original) {
       t.fail(`${q.name}: ClickHouse refuses the original: ${original.error}`);
       continue;
     }
-    const ast = parseDialect(q.text);
     for (const parentheses of ['needed', 'all'] as const) {
       const printed = clickhouseAst(printDialect(ast, { inline: SAMPLE_VARIABLES, parentheses }));
       t.same(printed, original, `${q.name} (parentheses: ${parentheses})`);

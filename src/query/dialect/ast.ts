@@ -7,6 +7,9 @@
  * Normalised by the parser, so that equal queries make equal trees: `==` is `=`, `<>` is `!=`, `MOD` is `%`,
  * `x::T` is a `cast` like `CAST(x AS T)`, `LEFT OUTER JOIN` is a `left` join, `FROM a, b` is a `cross` join,
  * `LIMIT m, n` is `LIMIT n OFFSET m`, `INTERVAL '7 day'` is `INTERVAL 7 DAY`, parentheses leave no node.
+ * HogQL's operators become the calls HogQL makes of them: `a ?? b` is `ifNull(a, b)`, `a =~ b` (and `a ~ b`)
+ * is `match(a, b)`, `a !~ b` is `NOT match(a, b)`, `a =~* b` (and `a ~* b`) is `match(a, concat('(?i)', b))`,
+ * `a !~* b` is `NOT match(a, concat('(?i)', b))`.
  */
 
 /** Where a parsed node is: offsets [start, end) in UTF-16 units, and the 1-based line and column of its start. */
@@ -44,8 +47,11 @@ export interface SelectQuery extends Node {
   prewhere: Expr | null;
   where: Expr | null;
   groupBy: Expr[] | null;
-  /** `GROUP BY … WITH ROLLUP` / `WITH CUBE`. */
-  groupByModifier: 'rollup' | 'cube' | null;
+  /**
+   * `GROUP BY … WITH ROLLUP` / `WITH CUBE`; or `GROUP BY GROUPING SETS ((a), (a, b), ())`, when `groupBy`
+   * holds one `tuple` per set (a set of one expression, or of none, is a tuple all the same).
+   */
+  groupByModifier: 'rollup' | 'cube' | 'groupingSets' | null;
   /** `GROUP BY … WITH TOTALS` (adds a row to the result). */
   withTotals: boolean;
   having: Expr | null;
@@ -236,10 +242,15 @@ export type Expr =
   | Case
   | Interval
   | Cast
-  | Subquery;
+  | Subquery
+  | Alias;
 
-/** A column of the SELECT list or of ARRAY JOIN: an expression, maybe named. */
-export type ColumnExpr = Expr | Alias;
+/**
+ * A column of the SELECT list or of ARRAY JOIN: an expression, maybe named. (An `alias` is an expression too:
+ * ClickHouse names an expression wherever it stands, `(sumMap(k, v) AS m).1`, and the name is then usable
+ * anywhere in that SELECT; a column `(a AS b)` is the column `a AS b`.)
+ */
+export type ColumnExpr = Expr;
 
 export interface Alias extends Node {
   kind: 'alias';

@@ -1,4 +1,4 @@
-import type { BinaryOp, Call, Case, Expr, Query, TypeExpr } from './ast.ts';
+import type { BinaryOp, Call, Case, Expr, Query, Span, TypeExpr } from './ast.ts';
 import { TokenCursor } from './cursor.ts';
 import { describePosition } from './errors.ts';
 import { FUNCTION_WORDS, NOT_AN_EXPRESSION } from './keywords.ts';
@@ -14,8 +14,10 @@ export const PREC = {
   Or: 3,
   And: 4,
   Not: 5,
-  IsNull: 6,
-  Between: 7,
+  /** HogQL's `??`: looser than comparisons and IS NULL, tighter than NOT (HogQL's grammar). */
+  Nullish: 6,
+  IsNull: 7,
+  Between: 8,
   Compare: 9,
   Concat: 10,
   Additive: 11,
@@ -24,8 +26,12 @@ export const PREC = {
   Atom: 20,
 } as const;
 
+/** HogQL's regex operators, as the call each makes. */
+type RegexOp = 'match' | 'notMatch' | 'imatch' | 'notIMatch';
+
 type Infix =
-  | { kind: 'and' | 'or' | 'concat' | 'isNull'; prec: number }
+  | { kind: 'and' | 'or' | 'concat' | 'isNull' | 'nullish'; prec: number }
+  | { kind: 'regex'; prec: number; op: RegexOp }
   | { kind: 'between'; prec: number; not: boolean; width: number }
   | { kind: 'binary'; prec: number; op: BinaryOp; width: number };
 
@@ -39,6 +45,13 @@ const PUNCT_INFIX: Readonly<Record<string, Infix>> = {
   '>': { kind: 'binary', prec: PREC.Compare, op: '>', width: 1 },
   '>=': { kind: 'binary', prec: PREC.Compare, op: '>=', width: 1 },
   '||': { kind: 'concat', prec: PREC.Concat },
+  '??': { kind: 'nullish', prec: PREC.Nullish },
+  '=~': { kind: 'regex', prec: PREC.Compare, op: 'match' },
+  '~': { kind: 'regex', prec: PREC.Compare, op: 'match' },
+  '!~': { kind: 'regex', prec: PREC.Compare, op: 'notMatch' },
+  '=~*': { kind: 'regex', prec: PREC.Compare, op: 'imatch' },
+  '~*': { kind: 'regex', prec: PREC.Compare, op: 'imatch' },
+  '!~*': { kind: 'regex', prec: PREC.Compare, op: 'notIMatch' },
   '+': { kind: 'binary', prec: PREC.Additive, op: '+', width: 1 },
   '-': { kind: 'binary', prec: PREC.Additive, op: '-', width: 1 },
   '*': { kind: 'binary', prec: PREC.Multiplicative, op: '*', width: 1 },
@@ -64,6 +77,26 @@ const NOT_INFIX: Readonly<Record<string, Infix>> = {
   ILIKE: { kind: 'binary', prec: PREC.Compare, op: 'notILike', width: 2 },
   IN: { kind: 'binary', prec: PREC.Compare, op: 'notIn', width: 2 },
 };
+
+const call = (name: string, args: Expr[], pos?: Span): Call => ({
+  kind: 'call',
+  name,
+  params: null,
+  args,
+  distinct: false,
+  over: null,
+  ...(pos ? { pos } : {}),
+});
+
+/** HogQL's `??` and regex operators, as the calls HogQL's parser and printer make of them. */
+function hogqlOperator(infix: Infix, left: Expr, right: Expr, pos: Span): Expr {
+  if (infix.kind === 'nullish') return call('ifNull', [left, right], pos);
+  if (infix.kind !== 'regex') throw new Error(`not a HogQL operator: ${infix.kind}`);
+  const insensitive = infix.op === 'imatch' || infix.op === 'notIMatch';
+  const pattern = insensitive ? call('concat', [{ kind: 'string', value: '(?i)' }, right]) : right;
+  const match = call('match', [left, pattern], pos);
+  return infix.op === 'notMatch' || infix.op === 'notIMatch' ? { kind: 'not', operand: match, pos } : match;
+}
 
 /**
  * Expressions, by precedence climbing: operators, operands and the simple primaries. The forms with their own
@@ -108,6 +141,15 @@ export abstract class ExpressionParser extends TokenCursor {
 
   protected parseExpr(): Expr {
     return this.parseTernary();
+  }
+
+  /** An expression maybe named where it stands, `expr AS name` (in parentheses and function arguments). */
+  protected parseNamedExpr(): Expr {
+    const first = this.tok;
+    const expr = this.parseExpr();
+    if (!this.acceptKeyword('AS')) return expr;
+    const alias = this.expectName('a name after AS');
+    return { kind: 'alias', expr, alias, pos: this.span(first) };
   }
 
   protected parseExprList(context: string): Expr[] {
@@ -201,6 +243,14 @@ export abstract class ExpressionParser extends TokenCursor {
           this.requireExpression('after BETWEEN … AND');
           const high = this.parseBinary(PREC.Between + 1);
           left = { kind: 'between', not: infix.not, expr: left, low, high, pos: this.span(first) };
+          break;
+        }
+        case 'nullish':
+        case 'regex': {
+          this.next();
+          this.requireExpression(`after '${t.value}'`);
+          const right = this.parseBinary(infix.prec + 1);
+          left = hogqlOperator(infix, left, right, this.span(first));
           break;
         }
         case 'binary': {
@@ -368,7 +418,7 @@ export abstract class ExpressionParser extends TokenCursor {
       return { kind: 'tuple', items: [], pos: this.span(open) };
     }
     this.requireExpression("after '('");
-    const first = this.parseExpr();
+    const first = this.parseNamedExpr();
     if (!this.isPunct(',')) {
       this.expectClose(open);
       this.leave();
@@ -378,7 +428,7 @@ export abstract class ExpressionParser extends TokenCursor {
     while (this.acceptPunct(',')) {
       if (this.isPunct(')')) break;
       this.requireExpression("after ','");
-      items.push(this.parseExpr());
+      items.push(this.parseNamedExpr());
     }
     this.expectClose(open);
     this.leave();

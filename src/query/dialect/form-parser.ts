@@ -86,7 +86,7 @@ export abstract class FormParser extends ExpressionParser {
     } else if (this.isPunct('(')) {
       params = this.lambdaParamsAhead();
     }
-    if (params === null) return this.parseExpr();
+    if (params === null) return this.parseNamedExpr();
     this.expectPunct('->', 'after the lambda parameters');
     this.enter(first);
     this.requireExpression("after '->'");

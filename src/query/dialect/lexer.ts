@@ -346,7 +346,7 @@ class Lexer {
   private punct(): Token {
     const text = this.text;
     const at = this.here();
-    for (const width of [2, 1]) {
+    for (const width of [3, 2, 1]) {
       const candidate = text.slice(this.i, this.i + width);
       if (candidate.length === width && PUNCT_SET.has(candidate)) {
         this.i += width;

@@ -209,7 +209,12 @@ class QueryParser extends FormParser {
     }
     if (this.isKeyword('GROUP') && this.isKeyword('BY', this.peek())) {
       this.index += 2;
-      query.groupBy = this.parseExprList('after GROUP BY');
+      if (this.isKeyword('GROUPING') && this.isKeyword('SETS', this.peek())) {
+        query.groupBy = this.parseGroupingSets();
+        query.groupByModifier = 'groupingSets';
+      } else {
+        query.groupBy = this.parseExprList('after GROUP BY');
+      }
       this.parseGroupByModifiers(query);
       reached = 4;
     }
@@ -446,9 +451,35 @@ class QueryParser extends FormParser {
     return { kind: 'arrayJoin', left, items, pos: this.span(first) };
   }
 
+  /** After GROUP BY: `GROUPING SETS ((a), (a, b), ())`, each set a tuple (a bare `a` is the set `(a)`). */
+  private parseGroupingSets(): Expr[] {
+    this.index += 2;
+    const open = this.expectPunct('(', 'after GROUPING SETS');
+    this.enter(open);
+    const sets: Expr[] = [];
+    do {
+      const first = this.tok;
+      if (this.isPunct('(')) {
+        sets.push({ kind: 'tuple', items: this.parseListToClose(this.next()), pos: this.span(first) });
+      } else {
+        this.requireExpression(sets.length === 0 ? "or '(' after GROUPING SETS (" : "or '(' after ','");
+        sets.push({ kind: 'tuple', items: [this.parseExpr()], pos: this.span(first) });
+      }
+    } while (this.acceptPunct(','));
+    this.expectClose(open);
+    this.leave();
+    return sets;
+  }
+
   private parseGroupByModifiers(query: SelectQuery): void {
     while (this.isKeyword('WITH')) {
       const m = this.peek();
+      if (
+        query.groupByModifier === 'groupingSets' &&
+        (this.isKeyword('ROLLUP', m) || this.isKeyword('CUBE', m))
+      ) {
+        this.fail(`GROUPING SETS takes no WITH ${m.upper}: list the sets it would make`, m);
+      }
       if ((this.isKeyword('ROLLUP', m) || this.isKeyword('CUBE', m)) && query.groupByModifier === null) {
         query.groupByModifier = m.upper === 'ROLLUP' ? 'rollup' : 'cube';
       } else if (this.isKeyword('TOTALS', m) && !query.withTotals) {

@@ -190,7 +190,13 @@ class Printer {
     }
     if (s.prewhere) parts.push(`PREWHERE ${this.expr(s.prewhere, 0)}`);
     if (s.where) parts.push(`WHERE ${this.expr(s.where, 0)}`);
-    if (s.groupBy) {
+    if (s.groupBy && s.groupByModifier === 'groupingSets') {
+      const sets = s.groupBy.map(
+        (set) => `(${set.kind === 'tuple' ? this.list(set.items) : this.expr(set, 0)})`,
+      );
+      parts.push(`GROUP BY GROUPING SETS (${sets.join(', ')})`);
+      if (s.withTotals) parts.push('WITH TOTALS');
+    } else if (s.groupBy) {
       parts.push(`GROUP BY ${this.list(s.groupBy)}`);
       if (s.groupByModifier) parts.push(`WITH ${s.groupByModifier.toUpperCase()}`);
       if (s.withTotals) parts.push('WITH TOTALS');
@@ -405,6 +411,9 @@ class Printer {
         return `CAST(${this.expr(e.expr, 0)} AS ${this.type(e.type)})`;
       case 'subquery':
         return `(${this.query(e.query)})`;
+      case 'alias':
+        // In parentheses wherever it stands: `(a + 1 AS b) * 2`, `(sumMap(k, v) AS m).1`.
+        return `(${this.expr(e.expr, 0)} AS ${quoteName(e.alias)})`;
     }
   }
 

@@ -21,9 +21,19 @@ export interface Token extends SourcePosition {
   readonly end: number;
 }
 
-/** Operators and punctuation; the lexer tries two characters before one, so `::` wins over `:`. */
+/**
+ * Operators and punctuation; the lexer tries the longest first, so `::` wins over `:` and `!~*` over `!~`.
+ * `??` and the regex operators (`=~`, `!~`, `~`, `~*`, `=~*`, `!~*`) are HogQL's, not ClickHouse's: the parser
+ * turns them into the calls HogQL means.
+ */
 export const PUNCTUATION = [
+  '=~*',
+  '!~*',
   '::',
+  '??',
+  '=~',
+  '!~',
+  '~*',
   '->',
   '||',
   '==',
@@ -50,6 +60,7 @@ export const PUNCTUATION = [
   ';',
   '?',
   ':',
+  '~',
 ] as const;
 
 export type Punct = (typeof PUNCTUATION)[number];
