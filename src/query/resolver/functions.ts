@@ -15,6 +15,9 @@
  * (`addressToLine`, `demangle`). `throwIf` is refused because an error is an oracle: whether it fires tells
  * something about the rows it saw. Table functions are refused by the resolver wherever they stand.
  *
+ * HogQL's own names (`toInt`, `sparkline`, `split_part`, …) are written as the calls HogQL means before this
+ * list is consulted (hogql-functions.ts), so the list judges what actually runs.
+ *
  * Names match case-insensitively (ClickHouse's own rule for many functions; for the others ClickHouse then
  * refuses the wrong case itself), combinator suffixes case-sensitively, as ClickHouse matches them.
  */
@@ -218,6 +221,12 @@ const SCALAR_NAMES = words(`
   minSampleSizeContinuous minSampleSizeConversion blockSize rowNumberInBlock rowNumberInAllBlocks
   blockNumber errorCodeToName variantElement variantType lowCardinalityIndices lowCardinalityKeys
   sqid sqidEncode sqidDecode seriesOutliersDetectTukey seriesDecomposeSTL seriesPeriodDetectFFT
+  reinterpretAsUInt128 reinterpretAsUInt256 reinterpretAsInt128 reinterpretAsInt256 nowInBlock dateName
+  multiSearchAllPositionsCaseInsensitiveUTF8 multiSearchAnyUTF8 multiSearchAnyCaseInsensitiveUTF8
+  multiSearchFirstIndexUTF8 multiSearchFirstIndexCaseInsensitive multiSearchFirstIndexCaseInsensitiveUTF8
+  multiSearchFirstPositionUTF8 multiSearchFirstPositionCaseInsensitive multiSearchFirstPositionCaseInsensitiveUTF8
+  hasAllTokens hasAnyTokens indexHint toModifiedJulianDayOrNull fromModifiedJulianDayOrNull convertCharset
+  tumbleStart tumbleEnd hopStart hopEnd grouping
 `);
 
 const conversions = CONVERTIBLE_TYPES.flatMap((t) => [
