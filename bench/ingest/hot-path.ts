@@ -4,6 +4,10 @@
  * `--cpu-prof` to see). Prints events/s; used to measure optimisations of the per-event work.
  *
  *   node bin/run-ts.js bench/ingest/hot-path.ts [--batches N] [--size 100] [--ids 10000] [--concurrency 16]
+ *     [--props 0] [--definitions on|off]
+ *
+ * `--props N` adds N more properties to every event (posthog-js sends ~40); `--definitions off` runs ingest
+ * without recording property definitions, to measure what recording them costs.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +20,7 @@ import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import { IngestService } from '../../src/ingest/ingest-service.ts';
+import { PropertyDefinitionRegistry } from '../../src/ingest/property-definitions.ts';
 import { openEmbeddedStore } from '../../src/store/logged-store.ts';
 
 const { values } = parseArgs({
@@ -24,12 +29,15 @@ const { values } = parseArgs({
     size: { type: 'string', default: '100' },
     ids: { type: 'string', default: '10000' },
     concurrency: { type: 'string', default: '16' },
+    props: { type: 'string', default: '0' },
+    definitions: { type: 'string', default: 'on' },
   },
 });
 const batches = Number(values.batches);
 const size = Number(values.size);
 const ids = Number(values.ids);
 const concurrency = Number(values.concurrency);
+const props = Number(values.props);
 
 const dataDir = mkdtempSync(join(tmpdir(), 'weir-hot-path-'));
 const token = 'phc_hot_path';
@@ -41,7 +49,10 @@ const logger = createLogger('warn', process.stderr);
 const metrics = new Metrics({ defaultMetrics: false });
 const catalog = await FileCatalog.open(config);
 const store = await openEmbeddedStore(config, { logger, metrics });
-const ingest = new IngestService(config, { store, metrics, logger });
+const properties =
+  values.definitions === 'off' ? undefined : new PropertyDefinitionRegistry({}, { store, logger });
+await properties?.start();
+const ingest = new IngestService(config, { store, metrics, logger, properties });
 const bus = new EmbeddedBus(config, { sink: ingest, metrics });
 const capture = new CaptureService(config, { catalog, bus, metrics, logger });
 
@@ -49,11 +60,13 @@ let seq = 0;
 function body(): Buffer {
   const events = [];
   for (let i = 0; i < size; i++, seq++) {
-    events.push({
-      event: '$pageview',
-      distinct_id: `user-${seq % ids}`,
-      properties: { $current_url: `https://example.com/p/${seq}`, $browser: 'Chrome', $os: 'Mac OS X' },
-    });
+    const properties: Record<string, unknown> = {
+      $current_url: `https://example.com/p/${seq}`,
+      $browser: 'Chrome',
+      $os: 'Mac OS X',
+    };
+    for (let p = 0; p < props; p++) properties[`prop_${p}`] = p % 2 === 0 ? `value ${seq}` : seq;
+    events.push({ event: '$pageview', distinct_id: `user-${seq % ids}`, properties });
   }
   return Buffer.from(JSON.stringify({ api_key: token, batch: events }));
 }
@@ -102,6 +115,7 @@ console.log(
   `commits: ${count}, mean ${((sum / Math.max(1, count)) * 1000).toFixed(1)} ms (first sight included)`,
 );
 await ingest.drain();
+await properties?.close();
 await store.close();
 await catalog.close();
 rmSync(dataDir, { recursive: true, force: true });
