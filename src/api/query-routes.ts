@@ -2,6 +2,7 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../core/logger.ts';
 import type { Catalog, TableReader } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
+import type { PropertyDefinitions } from '../core/property-types.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import type { QueryLimits } from '../query/clickhouse/printer.ts';
 import { runHogQLQuery, type HogQLQueryInput } from '../query/hogql-query.ts';
@@ -17,6 +18,8 @@ export interface QueryRoutesDeps {
   readonly logger: Logger;
   /** @default DEFAULT_LIMITS of the printer */
   readonly limits?: QueryLimits;
+  /** The projects' property types; without them every property reads as text. */
+  readonly properties?: PropertyDefinitions;
 }
 
 /**
@@ -39,7 +42,11 @@ export function registerQueryRoutes(app: TemplatedApp, deps: QueryRoutesDeps): v
         const project = who.requireProject(req.params[0]!);
         who.requireScope('query:read');
         const input = readRequest(req.body);
-        const result = await runHogQLQuery(input, project.id, { store: deps.store, limits: deps.limits });
+        const result = await runHogQLQuery(input, project.id, {
+          store: deps.store,
+          limits: deps.limits,
+          properties: deps.properties,
+        });
         return { status: 200, body: result };
       },
     });

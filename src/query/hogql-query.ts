@@ -3,6 +3,7 @@
  * ClickHouse SQL → run on the store, confined to one project. What the query API answers.
  */
 import type { ResultTable, TableReader } from '../core/ports.ts';
+import type { PropertyDefinitions, PropertyTypes } from '../core/property-types.ts';
 import { AppError } from '../errors/app-error.ts';
 import { queryFailure } from './clickhouse/errors.ts';
 import {
@@ -53,10 +54,19 @@ export interface HogQLQueryDeps {
   readonly limits?: QueryLimits;
   /** The database of the store tables. @default 'default' */
   readonly database?: string;
+  /** The projects' property types; without them every property reads as text. */
+  readonly properties?: PropertyDefinitions;
 }
 
-/** Parses and resolves a query: what an endpoint checks at create time. Throws AppError `invalid_query`. */
-export function compileQuery(text: string, database?: string): { ast: Query; resolved: ResolvedQuery } {
+/**
+ * Parses and resolves a query: what an endpoint checks at create time. Throws AppError `invalid_query`.
+ * `properties` types the project's properties (`sum(properties.price)`); without them they read as text.
+ */
+export function compileQuery(
+  text: string,
+  database?: string,
+  properties?: PropertyTypes,
+): { ast: Query; resolved: ResolvedQuery } {
   let ast: Query;
   try {
     ast = parseDialect(text);
@@ -65,7 +75,7 @@ export function compileQuery(text: string, database?: string): { ast: Query; res
     throw err;
   }
   try {
-    return { ast, resolved: resolveQuery(ast, { database }) };
+    return { ast, resolved: resolveQuery(ast, { database, properties }) };
   } catch (err) {
     if (err instanceof QueryResolveError) throw invalidQuery(capitalise(err.message), err);
     throw err;
@@ -78,7 +88,7 @@ export async function runHogQLQuery(
   deps: HogQLQueryDeps,
 ): Promise<HogQLQueryResult> {
   const clock = new Timings();
-  const compiled = compileQuery(input.query, deps.database);
+  const compiled = compileQuery(input.query, deps.database, deps.properties?.forProject(projectId));
   clock.lap('./compile');
   const bound = bindVariables(compiled.resolved.variables, input.variables, input.types);
   return runCompiledQuery(compiled, bound, projectId, deps, clock);

@@ -11,6 +11,7 @@
  * It takes no declared variables: its variables are the magic ones of SPEC §4.
  */
 import type { EndpointQuery, EndpointVersion, VariableDeclaration, VariableType } from '../../core/ports.ts';
+import type { PropertyTypes } from '../../core/property-types.ts';
 import { AppError } from '../../errors/app-error.ts';
 import type { Query } from '../dialect/mod.ts';
 import { compileQuery } from '../hogql-query.ts';
@@ -83,25 +84,33 @@ export interface CompiledInsightVersion {
 
 export type CompiledVersion = CompiledSqlVersion | CompiledInsightVersion;
 
-const compiledVersions = new WeakMap<EndpointVersion, CompiledVersion>();
+const compiledVersions = new WeakMap<EndpointVersion, { types: number; compiled: CompiledVersion }>();
 
 /**
  * A version's query, compiled (SQL) or read (insight) once per version object (versions are immutable: a
- * change of their flags makes a new object, and a new compile).
+ * change of their flags makes a new object, and a new compile) and per version of its project's property
+ * types (a SQL query reads a property as its type: a type added or changed makes a new compile).
  */
-export function compileVersion(version: EndpointVersion, database?: string): CompiledVersion {
-  let compiled = compiledVersions.get(version);
+export function compileVersion(
+  version: EndpointVersion,
+  database?: string,
+  properties?: PropertyTypes,
+): CompiledVersion {
+  const types = properties?.version ?? -1;
+  const kept = compiledVersions.get(version);
+  let compiled =
+    kept && (kept.types === types || kept.compiled.kind === 'insight') ? kept.compiled : undefined;
   if (!compiled) {
     const query = version.query;
     if (query.kind === 'HogQLQuery') {
-      const { ast, resolved } = compileQuery(query.query, database);
+      const { ast, resolved } = compileQuery(query.query, database, properties);
       const declaredTypes: Record<string, VariableType> = {};
       for (const [name, d] of Object.entries(version.variables)) declaredTypes[name] = d.type;
       compiled = { kind: 'sql', ast, resolved, materialization: analyseMaterialization(ast), declaredTypes };
     } else {
       compiled = { kind: 'insight', insight: readInsight(query), materialization: INSIGHT_MATERIALIZATION };
     }
-    compiledVersions.set(version, compiled);
+    compiledVersions.set(version, { types, compiled });
   }
   return compiled;
 }

@@ -13,6 +13,7 @@
  */
 import type { Endpoint, EndpointVersion, TableReader } from '../../core/ports.ts';
 import type { Logger } from '../../core/logger.ts';
+import type { PropertyDefinitions, PropertyTypes } from '../../core/property-types.ts';
 import { AppError } from '../../errors/app-error.ts';
 import { DEFAULT_LIMITS, type QueryLimits } from '../clickhouse/printer.ts';
 import { bindVariables, type BoundVariable } from '../clickhouse/variables.ts';
@@ -140,6 +141,7 @@ export class EndpointRunner {
 
   readonly #materialized: MaterializedRuns | undefined;
   readonly #logger: Logger | undefined;
+  readonly #properties: PropertyDefinitions | undefined;
 
   constructor(
     config: EndpointRunnerConfig,
@@ -147,11 +149,14 @@ export class EndpointRunner {
       readonly store: TableReader;
       readonly materialized?: MaterializedRuns;
       readonly logger?: Logger;
+      /** The projects' property types, which a SQL endpoint's query reads its properties as. */
+      readonly properties?: PropertyDefinitions;
     },
   ) {
     this.#store = deps.store;
     this.#materialized = deps.materialized;
     this.#logger = deps.logger;
+    this.#properties = deps.properties;
     this.#limits = config.limits ?? DEFAULT_LIMITS;
     this.#maxRuns = config.maxRunsPerProject ?? 8;
     this.#database = config.database;
@@ -182,7 +187,8 @@ export class EndpointRunner {
       });
     }
     const page: Page = { limit: request.limit, offset: request.offset };
-    const plan = this.#plan(endpoint, version, request, page);
+    const types = this.#properties?.forProject(endpoint.projectId);
+    const plan = this.#plan(endpoint, version, request, page, types);
     const key = cacheKey(endpoint, version, plan.bound, page) + plan.keyExtra;
 
     if (request.refresh === 'cache') {
@@ -197,7 +203,11 @@ export class EndpointRunner {
         const maxAgeMs = endpoint.cacheAgeSeconds * 1000;
         return {
           json: computed.answer,
-          holds: () => this.#cache.get(key) === hit && Date.now() - hit.startedAt < maxAgeMs,
+          holds: () =>
+            this.#cache.get(key) === hit &&
+            Date.now() - hit.startedAt < maxAgeMs &&
+            // A property type set since makes the answer another one (its key has the types' version).
+            this.#properties?.forProject(endpoint.projectId).version === types?.version,
         };
       }
       const flight = this.#flights.get(key);
@@ -212,10 +222,22 @@ export class EndpointRunner {
    * What a run of `version` executes: a SQL version's query with its variables bound and the page written
    * in; an insight's query compiled for the range as of now and its magic variables (SPEC §4).
    */
-  #plan(endpoint: Endpoint, version: EndpointVersion, request: RunRequest, page: Page): RunPlan {
-    const compiled = compileVersion(version, this.#database);
+  #plan(
+    endpoint: Endpoint,
+    version: EndpointVersion,
+    request: RunRequest,
+    page: Page,
+    types: PropertyTypes | undefined,
+  ): RunPlan {
+    const compiled = compileVersion(version, this.#database, types);
     const served = request.refresh === 'direct' ? undefined : this.#materialized?.servable(endpoint, version);
-    if (!served || !this.#materialized) return this.#directPlan(compiled, version, request, page);
+    if (!served || !this.#materialized) {
+      const direct = this.#directPlan(compiled, version, request, page);
+      // A SQL answer depends on the property types it was compiled with: a new type is a new answer.
+      return compiled.kind === 'sql' && types
+        ? { ...direct, keyExtra: `${direct.keyExtra}\0t${types.version}` }
+        : direct;
+    }
     const pool = this.#materialized;
     // The run on raw data if the materialization cannot be read; made first, so a page on an insight is
     // refused here as on a direct run.

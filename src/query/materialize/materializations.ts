@@ -12,6 +12,7 @@
  */
 import { hostname } from 'node:os';
 import type { Logger } from '../../core/logger.ts';
+import type { PropertyDefinitions } from '../../core/property-types.ts';
 import type {
   Catalog,
   Endpoint,
@@ -60,6 +61,8 @@ export interface MaterializationsDeps {
   readonly onReplaced?: (objectKey: string) => void;
   /** Told when a version's result changed: its cached answers go. */
   readonly onChanged?: (endpointId: string) => void;
+  /** The projects' property types, which a SQL endpoint's query reads its properties as. */
+  readonly properties?: PropertyDefinitions;
 }
 
 export class Materializations {
@@ -186,10 +189,12 @@ export class Materializations {
     let outcome: Partial<MaterializationState>;
     const renewal = setInterval(() => void this.#renew(claimed, n), this.#config.leaseMs / 3);
     try {
-      const plan = planMaterialization(version, compileVersion(version, this.#config.database), {
+      const properties = this.#deps.properties?.forProject(claimed.projectId);
+      const plan = planMaterialization(version, compileVersion(version, this.#config.database, properties), {
         now: startedAt,
         database: this.#config.database,
         bucket: claimed.materializationBucket,
+        properties,
       });
       if ('cannot' in plan) throw new Error(plan.cannot);
       const written = await writer.write(

@@ -9,6 +9,7 @@
  * DateTime64(3) arrive alike).
  */
 import type { EndpointVersion, MaterializationBucket, TableReader } from '../../core/ports.ts';
+import type { PropertyTypes } from '../../core/property-types.ts';
 import { PROJECT_PARAM } from '../clickhouse/printer.ts';
 import { bindVariables, type BoundVariable, type ParamValue } from '../clickhouse/variables.ts';
 import { printDialect } from '../dialect/mod.ts';
@@ -38,6 +39,8 @@ export interface MaterializationOptions {
   readonly database?: string;
   /** The bucket a range variable's time column is kept at. @default 'day' */
   readonly bucket?: MaterializationBucket;
+  /** The project's property types (a SQL query reads its properties as them). */
+  readonly properties?: PropertyTypes;
 }
 
 export function planMaterialization(
@@ -47,7 +50,7 @@ export function planMaterialization(
 ): MaterializationPlan | { cannot: string } {
   if (compiled.kind === 'insight') {
     const { query, bound, serving } = rewriteInsight(compiled.insight, options.now, options.database);
-    return { query: { ast: query, resolved: resolve(query, options.database) }, bound, serving };
+    return { query: { ast: query, resolved: resolve(query, options.database, undefined) }, bound, serving };
   }
   if (!compiled.materialization.canMaterialize) {
     return { cannot: compiled.materialization.reason ?? 'The query cannot be materialized.' };
@@ -57,15 +60,19 @@ export function planMaterialization(
   const rewrite = rewriteSql(compiled.ast, compiled.resolved.columns, declared, options.bucket ?? 'day');
   if ('cannot' in rewrite) return rewrite;
   return {
-    query: { ast: rewrite.query, resolved: resolve(rewrite.query, options.database) },
+    query: { ast: rewrite.query, resolved: resolve(rewrite.query, options.database, options.properties) },
     bound: new Map(),
     serving: rewrite.serving,
   };
 }
 
-function resolve(query: CompiledQuery['ast'], database: string | undefined): CompiledQuery['resolved'] {
+function resolve(
+  query: CompiledQuery['ast'],
+  database: string | undefined,
+  properties: PropertyTypes | undefined,
+): CompiledQuery['resolved'] {
   try {
-    return resolveQuery(query, { database });
+    return resolveQuery(query, { database, properties });
   } catch (err) {
     // The rewrite is Weir's own: a query it makes that does not resolve is Weir's fault, not the caller's.
     if (err instanceof QueryResolveError) {

@@ -8,8 +8,11 @@
  * - `properties.$x`, `properties['x']`, `properties.a.b` and the same on every JSON column become
  *   `JSONExtract(col, 'x', 'Nullable(String)')`: the value as text (strings decoded, numbers and booleans as
  *   written, objects and arrays as JSON), NULL when the key is missing or null — one parse per access;
+ * - a property whose definition gives it a type (Numeric, DateTime, Boolean) is read as that type, as HogQL
+ *   does: `toFloat`, `toDateTime`, `toBool` of the text, NULL when a value does not convert;
  * - `person.properties.x` on events reads `person_properties` (the person as the event saw it), `person.id`
- *   reads `person_id`;
+ *   reads `person_id`; PostHog's virtual fields (`pdi`, `poe`, `person.created_at`, `group_N`, `session`) and
+ *   the `sessions` table read the other tables through joins added when used (virtual.ts);
  * - PREWHERE is folded into WHERE (a subquery has no PREWHERE of its own to give);
  * - every function must be on the allow-list (functions.ts); `*` stands only for columns or in `count(*)`.
  * Placeholders stay placeholders: the printer binds them as query parameters.
@@ -32,13 +35,24 @@ import {
 } from '../dialect/mod.ts';
 import { QueryResolveError, listed, shown } from './errors.ts';
 import { baseName, functionKind, REFUSED_HINTS } from './functions.ts';
-import { EVENT_PERSON_FIELDS, TABLES, tableSpec } from './schema.ts';
-import { Scope, type ColumnInfo, type Source } from './scope.ts';
+import { hogqlCall, hogqlOverload } from './hogql-functions.ts';
+import { inlineAliases } from './inline-aliases.ts';
+import { DERIVED_TABLES, TABLE_NAMES, tableSpec, type PropertyOwner, type TableSpec } from './schema.ts';
+import { Scope, type ColumnInfo, type LazyJoin, type Source } from './scope.ts';
 import { storeTableQuery } from './store-table.ts';
+import { parsedOnce, type JoinedColumn, type LazyJoinSpec, type VirtualField } from './virtual.ts';
+
+/** A project's property types (PropertyTypes of src/core/property-types.ts fits). */
+export interface PropertyTypeLookup {
+  event(name: string): string | undefined;
+  person(name: string): string | undefined;
+}
 
 export interface ResolveOptions {
   /** The database of the store tables. @default 'default' */
   readonly database?: string;
+  /** The caller's property types; without them every property reads as text. */
+  readonly properties?: PropertyTypeLookup;
 }
 
 export interface ResolvedQuery {
@@ -51,7 +65,7 @@ export interface ResolvedQuery {
 }
 
 export function resolveQuery(query: Query, options: ResolveOptions = {}): ResolvedQuery {
-  const resolver = new Resolver(options.database ?? 'default');
+  const resolver = new Resolver(options.database ?? 'default', options.properties);
   const out = resolver.query(query, new Scope(null));
   return { query: out.query, variables: [...resolver.variables], columns: out.columns.map((c) => c.name) };
 }
@@ -70,6 +84,8 @@ interface Resolved {
 interface JsonRef {
   readonly column: Field;
   readonly keys: readonly Expr[];
+  /** Whose property definitions type its keys. */
+  readonly owner?: PropertyOwner;
 }
 
 const PLAIN: ColumnInfo = { json: false };
@@ -81,16 +97,29 @@ const TIMED_AGGREGATES = new Set([
   'sequencenextnode',
   'sequencematchevents',
 ]);
-const TABLE_NAMES = [...TABLES.keys()].join(', ');
+const TABLE_LIST = TABLE_NAMES.join(', ');
+/**
+ * Functions that parse their argument as text (HogQL's `_STRING_INPUT_CONVERSIONS`, and ClickHouse's own
+ * names of the same): a typed property given to one is left as text, or the parse would refuse a number.
+ */
+const PARSES_TEXT =
+  /^(?:to(?:u?int\d*|float(?:32|64)?|decimal\d*)or(?:zero|null|default)|parsedatetime\w*)$/i;
 
 class Resolver {
   readonly variables = new Set<string>();
   readonly #database: string;
   /** Rewritten nodes that are a JSON column or a read from one. */
   readonly #json = new WeakMap<Expr, JsonRef>();
+  /** The SELECT of each scope, and the names it gives inside expressions (`(a + 1 AS b) * 2`), found when asked. */
+  readonly #selects = new WeakMap<Scope, SelectQuery>();
+  readonly #inlineAliases = new WeakMap<Scope, ReadonlySet<string>>();
+  readonly #properties: PropertyTypeLookup | undefined;
+  /** Set while resolving the arguments of a function that parses text (PARSES_TEXT). */
+  #textArgs = false;
 
-  constructor(database: string) {
+  constructor(database: string, properties: PropertyTypeLookup | undefined) {
     this.#database = database;
+    this.#properties = properties;
   }
 
   query(q: Query, parent: Scope): Resolved {
@@ -107,6 +136,7 @@ class Resolver {
       );
     }
     const scope = new Scope(parent);
+    this.#selects.set(scope, s);
     const withItems = s.with.map((w) => this.withItem(w, scope));
     for (const c of s.columns) if (c.kind === 'alias') scope.aliases.add(c.alias);
     for (const j of s.from?.joins ?? [])
@@ -115,7 +145,7 @@ class Resolver {
 
     const from = s.from ? this.from(s.from, scope) : null;
     const outColumns: OutColumn[] = [];
-    const columns = s.columns.map((c) => this.column(c, scope, outColumns));
+    let columns = s.columns.map((c) => this.column(c, scope, outColumns));
     const prewhere = s.prewhere ? this.expr(s.prewhere, scope) : null;
     const where = s.where ? this.expr(s.where, scope) : null;
     const rewritten: SelectQuery = {
@@ -138,6 +168,22 @@ class Resolver {
       limit: s.limit && this.expr(s.limit, scope),
       offset: s.offset && this.expr(s.offset, scope),
     };
+    if (scope.lazyJoins.size > 0 && from !== null) {
+      // The joined tables share column names with the query's own (`person_id`): a name the query left
+      // unqualified is qualified with its table, or ClickHouse would find it ambiguous.
+      for (const u of scope.unqualified) qualify(u.ref, u.source);
+      // A bare `*` would take the joined tables' columns too: it stands for the query's own tables only.
+      columns = columns.flatMap((c) =>
+        c.kind === 'star' && c.table === null
+          ? scope.sources.flatMap((src) => (src.name === null ? [] : [{ ...c, table: [src.name] }]))
+          : [c],
+      );
+      const lazy = [...scope.lazyJoins.values()].map((l) => l.join);
+      return {
+        query: { ...rewritten, columns, from: { ...from, joins: [...from.joins, ...lazy] } },
+        columns: outColumns,
+      };
+    }
     return { query: rewritten, columns: outColumns };
   }
 
@@ -169,7 +215,7 @@ class Resolver {
     switch (t.kind) {
       case 'tableFunction':
         throw new QueryResolveError(
-          `table functions are not allowed (${shown(t.name)}): a query reads only the tables ${TABLE_NAMES}`,
+          `table functions are not allowed (${shown(t.name)}): a query reads only the tables ${TABLE_LIST}`,
           t.pos,
         );
       case 'tableSubquery': {
@@ -181,7 +227,7 @@ class Resolver {
       case 'table': {
         if (t.database !== null) {
           throw new QueryResolveError(
-            `${shown(`${t.database}.${t.name}`)} is not reachable: a query reads only the tables ${TABLE_NAMES}`,
+            `${shown(`${t.database}.${t.name}`)} is not reachable: a query reads only the tables ${TABLE_LIST}`,
             t.pos,
           );
         }
@@ -196,6 +242,13 @@ class Resolver {
           );
           break;
         }
+        const derived = DERIVED_TABLES.get(t.name);
+        if (derived !== undefined) {
+          const out = this.query(parsedOnce(derived), new Scope(null));
+          rewritten = { kind: 'tableSubquery', query: out.query, alias: name, pos: t.pos };
+          source = { ...derivedSource(name, `table ${t.name}`, out.columns) };
+          break;
+        }
         const spec = tableSpec(t.name);
         if (!spec) throw unknownTable(t.name, t.pos);
         rewritten = {
@@ -204,13 +257,7 @@ class Resolver {
           alias: name,
           pos: t.pos,
         };
-        source = {
-          name,
-          description: `table ${spec.name}`,
-          columns: new Map(spec.columns.map((c) => [c.name, { json: c.json === true }])),
-          types: new Map(spec.columns.map((c) => [c.name, c.type])),
-          eventPerson: spec.name === 'events',
-        };
+        source = tableSource(spec, name);
         break;
       }
     }
@@ -277,7 +324,7 @@ class Resolver {
 
   private infoOf(expr: Expr): ColumnInfo {
     const ref = this.#json.get(expr);
-    return ref !== undefined && ref.keys.length === 0 ? { json: true } : PLAIN;
+    return ref !== undefined && ref.keys.length === 0 ? { json: true, properties: ref.owner } : PLAIN;
   }
 
   // ------------------------------------------------------------------------------------ expressions
@@ -342,13 +389,10 @@ class Resolver {
         const object = this.expr(e.object, scope);
         const ref = this.#json.get(object);
         if (ref === undefined) return { ...e, object };
-        if (typeof e.element === 'number') {
-          throw new QueryResolveError(
-            `a JSON value has no element ${e.element}; write ['${e.element}'] for a key`,
-            e.pos,
-          );
-        }
-        return this.extract({ column: ref.column, keys: [...ref.keys, str(e.element)] }, e.pos);
+        // A position is an element of a JSON array, 1-based as ClickHouse counts: `properties.arr.1` (HogQL's chain).
+        const key: Expr =
+          typeof e.element === 'number' ? { kind: 'number', text: String(e.element) } : str(e.element);
+        return this.extract({ column: ref.column, keys: [...ref.keys, key] }, e.pos);
       }
       case 'binary':
         return { ...e, left: this.expr(e.left, scope), right: this.inRight(e.op, e.right, scope) };
@@ -391,6 +435,8 @@ class Resolver {
         return { ...e, expr: this.expr(e.expr, scope) };
       case 'subquery':
         return { ...e, query: this.query(e.query, new Scope(scope)).query };
+      case 'alias':
+        return { ...e, expr: this.expr(e.expr, scope) };
     }
   }
 
@@ -417,6 +463,9 @@ class Resolver {
   }
 
   private call(e: Expr & { kind: 'call' }, scope: Scope): Expr {
+    // HogQL's own names become the calls HogQL means, which are then checked like any call.
+    const meant = hogqlCall(e);
+    if (meant !== e) return this.expr(meant, scope);
     const kind = functionKind(e.name);
     if (kind === undefined) {
       const hint = REFUSED_HINTS[e.name.toLowerCase()];
@@ -444,13 +493,21 @@ class Resolver {
       e.args.length === 1 &&
       e.args[0]!.kind === 'star' &&
       e.args[0].table === null;
-    let args = isCountStar ? e.args : this.exprs(e.args, scope);
+    const textArgs = this.#textArgs;
+    this.#textArgs = PARSES_TEXT.test(e.name);
+    let args: Expr[];
+    try {
+      args = isCountStar ? e.args : this.exprs(e.args, scope);
+    } finally {
+      this.#textArgs = textArgs;
+    }
     if (TIMED_AGGREGATES.has(baseName(e.name)) && args.length > 0) {
       // These take a DateTime (or an unsigned number of seconds), not the DateTime64 `timestamp` is.
       args = [call('toDateTime', [args[0]!]), ...args.slice(1)];
     }
     return {
       ...e,
+      name: hogqlOverload(e.name, args),
       params: e.params && this.exprs(e.params, scope),
       args,
       over: e.over?.kind === 'windowSpec' ? this.windowSpec(e.over, scope) : e.over,
@@ -462,38 +519,46 @@ class Resolver {
     if (scope.isLambdaParam(head)) return node;
     if (rest.length > 0) {
       const source = scope.source(head);
-      if (source) return this.columnRef(source, [head], rest[0]!, rest.slice(1), node);
+      if (source) return this.columnRef(source, [head], rest[0]!, rest.slice(1), node, scope);
     }
-    const owner = scope.sources.find((s) => s.columns.has(head) || (head === 'person' && s.eventPerson));
-    if (owner) return this.columnRef(owner, [], head, rest, node);
-    if (scope.isValue(head)) return node;
+    const owner = scope.sources.find(
+      (s) => s.columns.has(head) || hasOwn(s.virtual, head) || hasOwn(s.joinedColumns, head),
+    );
+    if (owner) {
+      const ref = this.columnRef(owner, [], head, rest, node, scope);
+      if (owner.name !== null) scope.unqualified.push({ source: owner.name, ref });
+      return ref;
+    }
+    if (scope.isValue(head) || this.isInlineAlias(head, scope)) return node;
     throw unknownColumn(node, scope);
   }
 
-  private columnRef(source: Source, qualifier: string[], name: string, rest: string[], node: Field): Expr {
-    if (name === 'person' && source.eventPerson && !source.columns.has(name)) {
-      const [part, ...more] = rest;
-      const target = part === undefined ? undefined : personField(part);
-      if (target === undefined) {
-        throw new QueryResolveError(
-          part === undefined
-            ? "'person' is not a column: write person.properties.<key>, person.properties or person_id"
-            : `the person of an event has properties and id; there is no person.${part}`,
-          node.pos,
-        );
-      }
-      return this.columnRef(source, qualifier, target, more, node);
-    }
+  private columnRef(
+    source: Source,
+    qualifier: string[],
+    name: string,
+    rest: string[],
+    node: Field,
+    scope: Scope,
+  ): Expr {
     const info = source.columns.get(name);
     if (info === undefined) {
+      const virtual = hasOwn(source.virtual, name) ? source.virtual![name]! : undefined;
+      if (virtual !== undefined) return this.virtualRef(source, qualifier, name, virtual, rest, node, scope);
+      const joined = hasOwn(source.joinedColumns, name) ? source.joinedColumns![name]! : undefined;
+      if (joined !== undefined) return this.joinedColumnRef(source, name, joined, rest, node, scope);
+      const at = node.chain.lastIndexOf(name);
+      const property = source.columns.get('properties')?.json
+        ? `; a property is read as ${[...node.chain.slice(0, at), 'properties', ...node.chain.slice(at)].join('.')}`
+        : '';
       throw new QueryResolveError(
-        `${source.description} has no column ${shown(name)}; its columns are ${listed([...source.columns.keys()])}`,
+        `${source.description} has no column ${shown(name)}; its columns are ${listed([...source.columns.keys()])}${property}`,
         node.pos,
       );
     }
     const field: Field = { kind: 'field', chain: [...qualifier, name], pos: node.pos };
     if (info.json) {
-      const ref: JsonRef = { column: field, keys: rest.map(str) };
+      const ref: JsonRef = { column: field, keys: rest.map(str), owner: info.properties };
       if (rest.length > 0) return this.extract(ref, node.pos);
       this.#json.set(field, ref);
       return field;
@@ -510,13 +575,163 @@ class Resolver {
     return { kind: 'field', chain: [...qualifier, name, ...rest], pos: node.pos };
   }
 
+  /** `pdi.person_id`, `person.created_at`, `group_0.properties.name`, `session.$session_duration`, `poe.id`. */
+  private virtualRef(
+    source: Source,
+    qualifier: string[],
+    name: string,
+    virtual: VirtualField,
+    rest: string[],
+    node: Field,
+    scope: Scope,
+  ): Expr {
+    const [part, ...more] = rest;
+    if (virtual.kind === 'columns') {
+      if (part !== undefined && hasOwn(virtual.columns, part)) {
+        return this.columnRef(source, qualifier, virtual.columns[part]!, more, node, scope);
+      }
+      if (part !== undefined && virtual.otherwise !== undefined) {
+        const via = this.lazyJoin(source, virtual.otherwise.field, scope, node);
+        const target = this.lazyJoin(via, name, scope, node, virtual.otherwise.join);
+        return this.columnRef(target, [target.name!], part, more, node, scope);
+      }
+      throw new QueryResolveError(
+        part === undefined
+          ? `${shown(name)} is not a column: ${virtual.hint}`
+          : `there is no ${name}.${part}: ${virtual.hint}`,
+        node.pos,
+      );
+    }
+    if (part === undefined) {
+      const columns = listed(joinedColumnNames(virtual.join));
+      throw new QueryResolveError(
+        `${shown(name)} is not a column: read one of its fields (${name}.<field>: ${columns})`,
+        node.pos,
+      );
+    }
+    const target = this.lazyJoin(source, name, scope, node, virtual.join);
+    return this.columnRef(target, [target.name!], part, more, node, scope);
+  }
+
+  /** `last_seen_at` on persons: a column of a join, named as the table's own. */
+  private joinedColumnRef(
+    source: Source,
+    name: string,
+    joined: JoinedColumn,
+    rest: string[],
+    node: Field,
+    scope: Scope,
+  ): Expr {
+    const target = this.lazyJoin(source, name, scope, node, joined.join);
+    return this.columnRef(target, [target.name!], joined.column, rest, node, scope);
+  }
+
+  /**
+   * The table a lazy join makes visible, joining it to the SELECT the first time (once per owner and field):
+   * `LEFT JOIN (<its query, resolved>) AS <owner>__<field> ON …`. Without `spec`, the join must exist already.
+   */
+  private lazyJoin(source: Source, field: string, scope: Scope, node: Field, spec?: LazyJoinSpec): Source {
+    if (source.name === null) {
+      throw new QueryResolveError(
+        `${shown(field)} needs its table to have a name: give it an alias`,
+        node.pos,
+      );
+    }
+    const alias = `${source.name}__${field}`;
+    const made = scope.lazyJoins.get(alias);
+    if (made !== undefined) return made.source;
+    const join = spec ?? (source.virtual?.[field]?.kind === 'join' ? source.virtual[field].join : undefined);
+    if (join === undefined) throw new Error(`no lazy join ${field} on ${source.description}`);
+    const out = this.query(parsedOnce(join.text), new Scope(null));
+    const columns = new Map<string, ColumnInfo>();
+    for (const c of out.columns) {
+      if (!columns.has(c.name)) {
+        columns.set(
+          c.name,
+          c.info.json ? { json: true, properties: join.properties ?? c.info.properties } : c.info,
+        );
+      }
+    }
+    const lazy: LazyJoin = {
+      join: {
+        kind: 'join',
+        type: 'left',
+        strictness: null,
+        table: { kind: 'tableSubquery', query: out.query, alias },
+        on: join.on(source.name, alias),
+        using: null,
+      },
+      source: {
+        name: alias,
+        description: join.description,
+        columns,
+        types: new Map(),
+        virtual: join.virtual,
+        joinedColumns: join.joinedColumns,
+      },
+    };
+    scope.lazyJoins.set(alias, lazy);
+    return lazy.source;
+  }
+
+  /**
+   * Whether `name` is named inside an expression of this scope's SELECT. Looked for only when a name is
+   * otherwise unknown, so a query without such names pays nothing for them.
+   */
+  private isInlineAlias(name: string, scope: Scope): boolean {
+    let names = this.#inlineAliases.get(scope);
+    if (names === undefined) {
+      const select = this.#selects.get(scope);
+      names = select === undefined ? new Set() : inlineAliases(select);
+      this.#inlineAliases.set(scope, names);
+    }
+    return names.has(name);
+  }
+
   private extract(ref: JsonRef, pos: Span | undefined): Expr {
     const extraction: Expr = {
       ...call('JSONExtract', [ref.column, ...ref.keys, str('Nullable(String)')]),
       pos,
     };
-    this.#json.set(extraction, ref);
-    return extraction;
+    const typed = this.typed(ref, extraction);
+    this.#json.set(typed, ref);
+    return typed;
+  }
+
+  /**
+   * A property read as its definition types it, as HogQL's property swapper does (transforms/property_types.py):
+   * only a top-level key of event or person properties, and never as the argument of a function that parses
+   * text itself.
+   */
+  private typed(ref: JsonRef, text: Expr): Expr {
+    const key = ref.keys.length === 1 ? ref.keys[0]! : undefined;
+    if (this.#properties === undefined || this.#textArgs || key?.kind !== 'string') return text;
+    let type: string | undefined;
+    if (ref.owner === 'event') type = this.#properties.event(key.value);
+    else if (ref.owner === 'person') type = this.#properties.person(key.value);
+    switch (type) {
+      case 'Numeric':
+        return call('accurateCastOrNull', [text, str('Float64')]);
+      case 'DateTime':
+        return call('parseDateTime64BestEffortOrNull', [text, { kind: 'number', text: '6' }, str('UTC')]);
+      case 'Boolean':
+        return call('toBool', [
+          call('transform', [
+            text,
+            { kind: 'array', items: [str('true'), str('false')] },
+            {
+              kind: 'array',
+              items: [
+                { kind: 'number', text: '1' },
+                { kind: 'number', text: '0' },
+              ],
+            },
+            { kind: 'null' },
+          ]),
+        ]);
+      default:
+        return text;
+    }
   }
 }
 
@@ -528,8 +743,41 @@ function call(name: string, args: Expr[]): Expr {
   return { kind: 'call', name, params: null, args, distinct: false, over: null };
 }
 
-function personField(part: string): string | undefined {
-  return Object.hasOwn(EVENT_PERSON_FIELDS, part) ? EVENT_PERSON_FIELDS[part] : undefined;
+/**
+ * Puts a table's name before the column a resolved reference reads, in place: the nodes are the resolver's
+ * own, made for this query (a column, or a JSON read or typed read of one).
+ */
+function qualify(ref: Expr, table: string): void {
+  if (ref.kind === 'field') {
+    if (ref.chain.length === 1) (ref as { chain: string[] }).chain = [table, ref.chain[0]!];
+    return;
+  }
+  if (ref.kind === 'call' && ref.args.length > 0) qualify(ref.args[0]!, table);
+}
+
+function hasOwn(record: Readonly<Record<string, unknown>> | undefined, key: string): boolean {
+  return record !== undefined && Object.hasOwn(record, key);
+}
+
+/** The fields a lazy join offers, for messages: the columns its query names. */
+function joinedColumnNames(spec: LazyJoinSpec): string[] {
+  const q = parsedOnce(spec.text);
+  const first = q.kind === 'select' ? q : null;
+  if (first === null || first.columns.some((c) => c.kind === 'star')) return ['its columns'];
+  return first.columns.map((c) => (c.kind === 'alias' ? c.alias : printDialectExpr(c)));
+}
+
+function tableSource(spec: TableSpec, name: string): Source {
+  return {
+    name,
+    description: `table ${spec.name}`,
+    columns: new Map(
+      spec.columns.map((c) => [c.name, c.json === true ? { json: true, properties: c.properties } : PLAIN]),
+    ),
+    types: new Map(spec.columns.map((c) => [c.name, c.type])),
+    virtual: spec.virtual,
+    joinedColumns: spec.joinedColumns,
+  };
 }
 
 function columnMap(columns: readonly OutColumn[]): Map<string, ColumnInfo> {
@@ -539,7 +787,7 @@ function columnMap(columns: readonly OutColumn[]): Map<string, ColumnInfo> {
 }
 
 function derivedSource(name: string | null, description: string, columns: readonly OutColumn[]): Source {
-  return { name, description, columns: columnMap(columns), types: new Map(), eventPerson: false };
+  return { name, description, columns: columnMap(columns), types: new Map() };
 }
 
 /**
@@ -552,8 +800,8 @@ function columnName(original: Expr, rewritten: Expr): string {
 }
 
 function unknownTable(name: string, pos: Span | undefined): QueryResolveError {
-  const near = [...TABLES.keys()].find((t) => t.toLowerCase() === name.toLowerCase());
-  const hint = near ? `; did you mean ${shown(near)}?` : `; the tables are ${TABLE_NAMES}`;
+  const near = TABLE_NAMES.find((t) => t.toLowerCase() === name.toLowerCase());
+  const hint = near ? `; did you mean ${shown(near)}?` : `; the tables are ${TABLE_LIST}`;
   return new QueryResolveError(`unknown table ${shown(name)}${hint}`, pos);
 }
 

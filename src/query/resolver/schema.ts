@@ -4,6 +4,13 @@
  * reference with a subquery over the store table, confined to the caller's project and deduplicated, that
  * shows exactly the columns listed here. Store bookkeeping (`_inserted_at`, `version`, `is_deleted`) is hidden.
  */
+import {
+  EVENT_VIRTUAL_FIELDS,
+  PERSON_JOINED_COLUMNS,
+  SESSIONS_TEXT,
+  type JoinedColumn,
+  type VirtualField,
+} from './virtual.ts';
 
 /** How a column is read. `json`: a String of JSON whose keys `col.key` / `col['key']` reach. */
 export interface ColumnSpec {
@@ -11,9 +18,14 @@ export interface ColumnSpec {
   /** The ClickHouse type, for messages and the README. */
   readonly type: string;
   readonly json?: boolean;
-  /** The store expression when it is not the column of the same name. */
+  /** Whose property definitions type the keys of this JSON column (`properties.price` as a number). */
+  readonly properties?: PropertyOwner;
+  /** The store column when it is not the column of the same name. */
   readonly source?: string;
 }
+
+/** Whose properties a JSON column holds. Group properties are not typed yet: they read as text. */
+export type PropertyOwner = 'event' | 'person' | 'group';
 
 export interface TableSpec {
   readonly name: string;
@@ -28,6 +40,10 @@ export interface TableSpec {
   /** A filter applied after FINAL: what the newest version must be to count (not deleted). */
   readonly filter?: string;
   readonly description: string;
+  /** Fields that read another table through a join made when a query uses them (virtual.ts). */
+  readonly virtual?: Readonly<Record<string, VirtualField>>;
+  /** Columns computed by a join when a query reads them (virtual.ts). */
+  readonly joinedColumns?: Readonly<Record<string, JoinedColumn>>;
 }
 
 const TS = "DateTime64(6, 'UTC')";
@@ -44,8 +60,8 @@ const EVENTS: TableSpec = {
     { name: 'distinct_id', type: 'String' },
     { name: 'person_id', type: 'UUID' },
     { name: 'timestamp', type: TS },
-    { name: 'properties', type: 'String', json: true },
-    { name: 'person_properties', type: 'String', json: true },
+    { name: 'properties', type: 'String', json: true, properties: 'event' },
+    { name: 'person_properties', type: 'String', json: true, properties: 'person' },
     { name: 'person_mode', type: 'LowCardinality(String)' },
     { name: '$group_0', type: 'String' },
     { name: '$group_1', type: 'String' },
@@ -53,7 +69,11 @@ const EVENTS: TableSpec = {
     { name: '$group_3', type: 'String' },
     { name: '$group_4', type: 'String' },
     { name: 'created_at', type: TS },
+    { name: '$session_id', type: 'String' },
+    { name: '$window_id', type: 'String' },
+    { name: 'elements_chain', type: 'String' },
   ],
+  virtual: EVENT_VIRTUAL_FIELDS,
 };
 
 const PERSONS: TableSpec = {
@@ -65,10 +85,11 @@ const PERSONS: TableSpec = {
   columns: [
     { name: 'project_id', type: 'UInt64' },
     { name: 'id', type: 'UUID' },
-    { name: 'properties', type: 'String', json: true },
+    { name: 'properties', type: 'String', json: true, properties: 'person' },
     { name: 'is_identified', type: 'UInt8' },
     { name: 'created_at', type: TS },
   ],
+  joinedColumns: PERSON_JOINED_COLUMNS,
 };
 
 const PERSON_DISTINCT_IDS: TableSpec = {
@@ -94,9 +115,12 @@ const GROUPS: TableSpec = {
     { name: 'group_type_index', type: 'UInt8' },
     { name: 'group_type', type: 'String' },
     { name: 'group_key', type: 'String' },
-    { name: 'properties', type: 'String', json: true },
-    // PostHog's ClickHouse column name, so queries written against PostHog read the same.
-    { name: 'group_properties', type: 'String', json: true, source: 'properties' },
+    { name: 'properties', type: 'String', json: true, properties: 'group' },
+    // PostHog's names (HogQL's `index` and `key`, ClickHouse's `group_properties`), so queries written
+    // against PostHog read the same.
+    { name: 'index', type: 'UInt8', source: 'group_type_index' },
+    { name: 'key', type: 'String', source: 'group_key' },
+    { name: 'group_properties', type: 'String', json: true, source: 'properties', properties: 'group' },
     { name: 'created_at', type: TS },
   ],
 };
@@ -124,11 +148,8 @@ export function tableSpec(name: string): TableSpec | undefined {
   return TABLES.get(name);
 }
 
-/**
- * `person` on `events`: the person as the event saw it (person-on-events). `person.properties` is the
- * `person_properties` column, `person.id` the `person_id` column.
- */
-export const EVENT_PERSON_FIELDS: Readonly<Record<string, string>> = {
-  properties: 'person_properties',
-  id: 'person_id',
-};
+/** Tables derived from the others by a query (virtual.ts): what a query names them, and the query. */
+export const DERIVED_TABLES: ReadonlyMap<string, string> = new Map([['sessions', SESSIONS_TEXT]]);
+
+/** Every table a query can name, for messages. */
+export const TABLE_NAMES: readonly string[] = [...TABLES.keys(), ...DERIVED_TABLES.keys()];

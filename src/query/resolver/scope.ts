@@ -5,9 +5,15 @@
  * sources and aliases are not (a correlated subquery is refused as an unknown column, as ClickHouse would).
  */
 
+import type { Expr, Join } from '../dialect/mod.ts';
+import type { PropertyOwner } from './schema.ts';
+import type { JoinedColumn, VirtualField } from './virtual.ts';
+
 /** How a column may be read further: JSON columns take keys (`properties.$browser`). */
 export interface ColumnInfo {
   readonly json: boolean;
+  /** Whose property definitions type its keys. */
+  readonly properties?: PropertyOwner;
 }
 
 /** A table of a FROM clause as a query sees it. */
@@ -19,8 +25,16 @@ export interface Source {
   readonly columns: ReadonlyMap<string, ColumnInfo>;
   /** Column types, for messages; empty for derived tables. */
   readonly types: ReadonlyMap<string, string>;
-  /** The events table: `person.properties` and `person.id` read the person as the event saw it. */
-  readonly eventPerson: boolean;
+  /** Fields that read another table through a join made when used (`pdi`, `person`, `session` on events). */
+  readonly virtual?: Readonly<Record<string, VirtualField>>;
+  /** Columns computed by a join when read (`last_seen_at` on persons). */
+  readonly joinedColumns?: Readonly<Record<string, JoinedColumn>>;
+}
+
+/** A join the resolver added to a SELECT for a virtual field, and the table it makes visible. */
+export interface LazyJoin {
+  readonly join: Join;
+  readonly source: Source;
 }
 
 /** A CTE: its name and the columns its query yields. */
@@ -39,6 +53,10 @@ export class Scope {
   readonly aliases = new Set<string>();
   readonly windows = new Set<string>();
   readonly lambdas: ReadonlySet<string>[] = [];
+  /** Joins made for virtual fields, by alias, in the order they must be joined. */
+  readonly lazyJoins = new Map<string, LazyJoin>();
+  /** References this SELECT made to its tables' columns without naming the table, and the table's name. */
+  readonly unqualified: { readonly source: string; readonly ref: Expr }[] = [];
 
   constructor(parent: Scope | null) {
     this.parent = parent;
