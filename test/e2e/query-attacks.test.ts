@@ -73,7 +73,17 @@ const inList = (n: number): string =>
 
 const ATTACKS: Record<string, Attack> = {
   // Table functions and other tables
-  'table function numbers': { sql: 'SELECT * FROM numbers(10)', expect: 'refused' },
+  // numbers() is the one table function of the dialect (HogQL has it): it reads no project, and is bounded.
+  'table function numbers': {
+    sql: 'SELECT count(), sum(number) FROM numbers(10)',
+    expect: 'confined',
+    results: [[10, 45]],
+  },
+  'numbers beyond its bound': { sql: 'SELECT * FROM numbers(1000000000000)', expect: 'refused' },
+  'numbers of a computed count': {
+    sql: 'SELECT * FROM numbers((SELECT count() FROM events) * 1000000)',
+    expect: 'refused',
+  },
   'table function file': { sql: "SELECT * FROM file('/etc/passwd', 'LineAsString')", expect: 'refused' },
   'table function url': {
     sql: "SELECT * FROM url('http://127.0.0.1:1/', 'CSV', 'x String')",
@@ -83,8 +93,12 @@ const ATTACKS: Record<string, Attack> = {
   'table function remote': { sql: "SELECT * FROM remote('127.0.0.1', default.events)", expect: 'refused' },
   'table function input': { sql: "SELECT * FROM input('x String')", expect: 'refused' },
   'table function in a join': {
-    sql: 'SELECT * FROM events AS e JOIN numbers(10) AS n ON 1 = 1',
+    sql: 'SELECT * FROM events AS e JOIN generateRandom() AS n ON 1 = 1',
     expect: 'refused',
+  },
+  'numbers in a join': {
+    sql: 'SELECT count() FROM events AS e JOIN numbers(10) AS n ON 1 = 1',
+    expect: 'confined',
   },
   'table function in a subquery': {
     sql: 'SELECT count() FROM (SELECT * FROM generateRandom())',

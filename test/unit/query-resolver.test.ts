@@ -121,8 +121,13 @@ t.test('refusals point at the offending name', (t) => {
     ],
     ['SELECT 1 FROM Persons', "unknown table 'Persons'; did you mean 'persons'? @1:15"],
     [
-      'SELECT 1 FROM numbers(3)',
-      "table functions are not allowed ('numbers'): a query reads only the tables events, persons, person_distinct_ids, groups, ingestion_warnings, sessions @1:15",
+      'SELECT 1 FROM generateRandom()',
+      "table functions are not allowed ('generateRandom'): a query reads only the tables events, persons, person_distinct_ids, groups, ingestion_warnings, sessions and numbers(…) @1:15",
+    ],
+    ['SELECT 1 FROM numbers(1000001)', 'numbers() makes at most 1000000 rows; this asks for 1000001 @1:15'],
+    [
+      'SELECT 1 FROM numbers(toUInt64(3))',
+      'numbers() takes a count, or an offset and a count, as whole numbers written in the query: numbers(10), numbers(5, 10) @1:15',
     ],
     [
       'SELECT 1 FROM system.tables',

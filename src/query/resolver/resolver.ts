@@ -18,6 +18,7 @@
  * Placeholders stay placeholders: the printer binds them as query parameters.
  */
 import {
+  numberValue,
   printDialectExpr,
   type ArrayJoin,
   type ColumnExpr,
@@ -213,11 +214,22 @@ class Resolver {
     let rewritten: TableExpr;
     let source: Source;
     switch (t.kind) {
-      case 'tableFunction':
-        throw new QueryResolveError(
-          `table functions are not allowed (${shown(t.name)}): a query reads only the tables ${TABLE_LIST}`,
-          t.pos,
-        );
+      case 'tableFunction': {
+        if (t.name !== 'numbers') {
+          throw new QueryResolveError(
+            `table functions are not allowed (${shown(t.name)}): a query reads only the tables ${TABLE_LIST} and numbers(…)`,
+            t.pos,
+          );
+        }
+        rewritten = { ...t, args: numbersArgs(t.args, t.pos) };
+        source = {
+          name: t.alias ?? 'numbers',
+          description: 'numbers(…)',
+          columns: new Map([['number', PLAIN]]),
+          types: new Map([['number', 'UInt64']]),
+        };
+        break;
+      }
       case 'tableSubquery': {
         const out = this.query(t.query, new Scope(scope));
         rewritten = { ...t, query: out.query };
@@ -753,6 +765,30 @@ function qualify(ref: Expr, table: string): void {
     return;
   }
   if (ref.kind === 'call' && ref.args.length > 0) qualify(ref.args[0]!, table);
+}
+
+/**
+ * The most rows `numbers()` may make. It reads nothing of any project, so it is confined by nature; the bound
+ * keeps it from being a way to spend the engine's time and memory (a cross join with events, say) beyond what
+ * the run limits catch late.
+ */
+export const MAX_NUMBERS = 1_000_000;
+
+/** `numbers(count)` or `numbers(offset, count)`, with integer literals and at most MAX_NUMBERS rows. */
+function numbersArgs(args: readonly Expr[], pos: Span | undefined): Expr[] {
+  const values = args.map((a) => (a.kind === 'number' ? numberValue(a) : undefined));
+  const ok = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+  if ((args.length !== 1 && args.length !== 2) || !values.every(ok)) {
+    throw new QueryResolveError(
+      'numbers() takes a count, or an offset and a count, as whole numbers written in the query: numbers(10), numbers(5, 10)',
+      pos,
+    );
+  }
+  const count = values.at(-1)!;
+  if (count > MAX_NUMBERS) {
+    throw new QueryResolveError(`numbers() makes at most ${MAX_NUMBERS} rows; this asks for ${count}`, pos);
+  }
+  return [...args];
 }
 
 function hasOwn(record: Readonly<Record<string, unknown>> | undefined, key: string): boolean {
