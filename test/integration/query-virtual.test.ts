@@ -350,3 +350,44 @@ t.test('virtual fields refuse what they cannot mean, saying what they have', (t)
   t.match(refusal('SELECT session.nope FROM events'), /the event's session has no column 'nope'/);
   t.end();
 });
+
+t.test("HogQL's meaning of NULL in comparisons and concat, {filters}, numbers() of constants", async (t) => {
+  t.same(
+    await rows('SELECT null = 2, null = null, null != 2, null < 2, null LIKE null, null BETWEEN 1 AND 10'),
+    [[0, 1, 1, 0, 1, 0]],
+  );
+  // An event without $current_url is not 'https://x.io/home': 4 of 5 events (project 1).
+  t.same(await rows("SELECT count() FROM events WHERE properties.$current_url != 'https://x.io/home'"), [
+    [4],
+  ]);
+  t.same(await rows("SELECT count() FROM events WHERE properties.$current_url NOT LIKE '%x.io%'"), [[2]]);
+  t.same(
+    await rows(
+      "SELECT concat(event, ':', properties.$pathname), event || '/' || properties.$pathname FROM events WHERE distinct_id = 'bob' ORDER BY timestamp",
+    ),
+    [
+      ['$pageview:/blog', '$pageview//blog'],
+      ['purchase:', 'purchase/'],
+    ],
+  );
+  t.same(await rows("SELECT count() FROM events WHERE {filters} AND event = 'purchase'"), [[1]]);
+  t.same(await rows('SELECT sum(number) FROM numbers(2 + 2)'), [[6]]);
+  t.same(
+    await rows(
+      "SELECT count() FROM numbers(assumeNotNull(dateDiff('day', toDate('2024-01-01'), toDate('2024-01-15'))))",
+    ),
+    [[14]],
+  );
+  t.same(
+    await rows('SELECT distinct_id, person.properties.email FROM person_distinct_ids ORDER BY distinct_id'),
+    [
+      ['ann', 'ann@acme.io'],
+      ['ann-old', 'ann@acme.io'],
+      ['bob', 'bob@mail.io'],
+    ],
+  );
+  t.same(await rows('SELECT session_id, $num_uniq_urls FROM sessions ORDER BY session_id'), [
+    ['s1', 2],
+    ['s2', 1],
+  ]);
+});

@@ -85,7 +85,7 @@ t.test('properties, person properties and other JSON columns read one key per JS
   );
   t.match(
     sql('SELECT p FROM (SELECT properties AS p FROM events) WHERE p.plan = 1'),
-    "WHERE JSONExtract(p, 'plan', 'Nullable(String)') = 1",
+    "WHERE ifNull(JSONExtract(p, 'plan', 'Nullable(String)') = 1, 0)",
   );
   t.match(
     sql('SELECT details.reason FROM ingestion_warnings'),
@@ -126,8 +126,8 @@ t.test('refusals point at the offending name', (t) => {
     ],
     ['SELECT 1 FROM numbers(1000001)', 'numbers() makes at most 1000000 rows; this asks for 1000001 @1:15'],
     [
-      'SELECT 1 FROM numbers(toUInt64(3))',
-      'numbers() takes a count, or an offset and a count, as whole numbers written in the query: numbers(10), numbers(5, 10) @1:15',
+      'SELECT 1 FROM numbers(event)',
+      'numbers() takes a count, or an offset and a count: whole numbers, or expressions of constants, such as numbers(10), numbers(5, 10) @1:15',
     ],
     [
       'SELECT 1 FROM system.tables',
@@ -379,5 +379,30 @@ t.test('capRows asks for one row over the limit, keeps a smaller LIMIT, caps an 
     limitOf(parseDialect('SELECT 1 UNION ALL SELECT 2 LIMIT 3')),
     'SELECT 1 LIMIT 101 UNION ALL SELECT 2 LIMIT 3',
   );
+  t.end();
+});
+
+t.test('a comparison with a value that may be NULL is made as HogQL makes it', (t) => {
+  const where = (cond: string): string =>
+    / WHERE (.*) LIMIT/.exec(sql(`SELECT 1 FROM events WHERE ${cond}`))![1]!;
+  const plan = "JSONExtract(properties, 'plan', 'Nullable(String)')";
+  const tier = "JSONExtract(properties, 'tier', 'Nullable(String)')";
+  t.equal(where("properties.plan = 'pro'"), `ifNull(${plan} = 'pro', 0)`);
+  t.equal(where("properties.plan != 'pro'"), `ifNull(${plan} != 'pro', 1)`);
+  t.equal(where("properties.plan NOT LIKE 'p%'"), `ifNull(${plan} NOT LIKE 'p%', 1)`);
+  t.equal(where('properties.plan < 3'), `ifNull(${plan} < 3, 0)`);
+  t.equal(where('properties.plan = NULL'), `isNull(${plan})`);
+  t.equal(where('NULL != properties.plan'), `isNotNull(${plan})`);
+  t.equal(
+    where('properties.plan = properties.tier'),
+    `ifNull(${plan} = ${tier}, isNull(${plan}) AND isNull(${tier}))`,
+  );
+  t.equal(
+    where('properties.plan != properties.tier'),
+    `ifNull(${plan} != ${tier}, isNotNull(${plan}) OR isNotNull(${tier}))`,
+  );
+  t.equal(where('properties.plan BETWEEN 1 AND 2'), `ifNull(${plan} BETWEEN 1 AND 2, 0)`);
+  // Columns that are never NULL keep the plain comparison, which the primary index reads.
+  t.equal(where("event = 'a' AND timestamp >= '2024-01-01'"), "event = 'a' AND timestamp >= '2024-01-01'");
   t.end();
 });

@@ -465,6 +465,12 @@ export abstract class ExpressionParser extends TokenCursor {
         head,
       );
     }
+    if (head.type === 'word' && head.value === 'filters' && this.isPunct('}', this.peek())) {
+      // HogQL's `{filters}` stands for the filters of a dashboard or insight; a query here has none.
+      this.next();
+      this.expectClose(open);
+      return { kind: 'boolean', value: true, pos: this.span(open) };
+    }
     if (!(head.type === 'word' && head.value === 'variables')) {
       this.fail(`expected a placeholder like {variables.name}, found ${this.describe()}`);
     }

@@ -221,7 +221,7 @@ class Resolver {
             t.pos,
           );
         }
-        rewritten = { ...t, args: numbersArgs(t.args, t.pos) };
+        rewritten = { ...t, args: this.numbersArgs(t.args, t.pos) };
         source = {
           name: t.alias ?? 'numbers',
           description: 'numbers(…)',
@@ -407,22 +407,31 @@ class Resolver {
         return this.extract({ column: ref.column, keys: [...ref.keys, key] }, e.pos);
       }
       case 'binary':
-        return { ...e, left: this.expr(e.left, scope), right: this.inRight(e.op, e.right, scope) };
+        return this.nullSafe({
+          ...e,
+          left: this.expr(e.left, scope),
+          right: this.inRight(e.op, e.right, scope),
+        });
       case 'and':
       case 'or':
-      case 'concat':
         return { ...e, operands: this.exprs(e.operands, scope) };
+      case 'concat':
+        return { ...e, operands: this.exprs(e.operands, scope).map(textOrEmpty) };
       case 'not':
       case 'negate':
       case 'isNull':
         return { ...e, operand: this.expr(e.operand, scope) };
-      case 'between':
-        return {
+      case 'between': {
+        const between: Expr = {
           ...e,
           expr: this.expr(e.expr, scope),
           low: this.expr(e.low, scope),
           high: this.expr(e.high, scope),
         };
+        // As HogQL: a comparison with a missing value is false, not NULL.
+        const nullable = [between.expr, between.low, between.high].some((x) => this.mayBeNull(x));
+        return nullable ? call('ifNull', [between, ZERO]) : between;
+      }
       case 'ternary':
         return {
           ...e,
@@ -450,6 +459,69 @@ class Resolver {
       case 'alias':
         return { ...e, expr: this.expr(e.expr, scope) };
     }
+  }
+
+  /**
+   * A comparison as HogQL means it when a side may be NULL (a property, which is NULL when missing, or a NULL
+   * written in the query): NULL is a value like any other, so `properties.x != 'a'` holds for an event without
+   * `x`, `properties.x = NULL` is `isNull(properties.x)`, and `<`, `LIKE`, … on a missing value are false rather
+   * than NULL (HogQL's printer; PostHog's `is_not` filters count missing values the same way). Columns that are
+   * never NULL keep the plain comparison, which the engine's indexes read.
+   */
+  private nullSafe(b: Expr & { kind: 'binary' }): Expr {
+    const equality = b.op === '=' || b.op === 'like' || b.op === 'ilike';
+    const inequality = b.op === '!=' || b.op === 'notLike' || b.op === 'notILike';
+    const ordered = b.op === '<' || b.op === '<=' || b.op === '>' || b.op === '>=';
+    if (!(equality || inequality || ordered)) return b;
+    if (!this.mayBeNull(b.left) && !this.mayBeNull(b.right)) return b;
+    const [left, right] = [b.left, b.right];
+    if (ordered) return call('ifNull', [b, ZERO]);
+    if (left.kind === 'null' || right.kind === 'null') {
+      const other = left.kind === 'null' ? right : left;
+      return call(equality ? 'isNull' : 'isNotNull', [other]);
+    }
+    const literal = (x: Expr): boolean => x.kind === 'string' || x.kind === 'number' || x.kind === 'boolean';
+    if (literal(left) || literal(right)) return call('ifNull', [b, equality ? ZERO : ONE]);
+    const both = equality
+      ? { kind: 'and' as const, operands: [call('isNull', [left]), call('isNull', [right])] }
+      : { kind: 'or' as const, operands: [call('isNotNull', [left]), call('isNotNull', [right])] };
+    return call('ifNull', [b, both]);
+  }
+
+  /** Whether an expression may be NULL as far as the resolver knows: a NULL literal, or a property read. */
+  private mayBeNull(e: Expr): boolean {
+    if (e.kind === 'null') return true;
+    const ref = this.#json.get(e);
+    return ref !== undefined && ref.keys.length > 0;
+  }
+
+  /**
+   * `numbers(count)` or `numbers(offset, count)`: whole numbers written in the query, or constant expressions of
+   * them (`numbers(dateDiff('day', toDate('2024-01-01'), today()))`), never reading a table or a variable. A
+   * literal count is checked here; a computed one is checked by the engine as it folds it (`throwIf` runs only
+   * when the count is over the bound).
+   */
+  private numbersArgs(args: readonly Expr[], pos: Span | undefined): Expr[] {
+    const usage =
+      'numbers() takes a count, or an offset and a count: whole numbers, or expressions of constants, such as numbers(10), numbers(5, 10)';
+    if ((args.length !== 1 && args.length !== 2) || !args.every(isConstant))
+      throw new QueryResolveError(usage, pos);
+    const resolved = args.map((a) => this.expr(a, new Scope(null)));
+    const count = resolved.at(-1)!;
+    if (count.kind === 'number') {
+      const n = numberValue(count);
+      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new QueryResolveError(usage, pos);
+      if (n > MAX_NUMBERS)
+        throw new QueryResolveError(`numbers() makes at most ${MAX_NUMBERS} rows; this asks for ${n}`, pos);
+      return resolved;
+    }
+    const bound: Expr = { kind: 'number', text: String(MAX_NUMBERS) };
+    const guarded = call('if', [
+      { kind: 'binary', op: '<=', left: count, right: bound },
+      count,
+      call('throwIf', [ONE, str(`numbers() makes at most ${MAX_NUMBERS} rows`)]),
+    ]);
+    return [...resolved.slice(0, -1), guarded];
   }
 
   /** The right side of IN: a bare name there would be read by ClickHouse as a table, so say what to write. */
@@ -513,6 +585,7 @@ class Resolver {
     } finally {
       this.#textArgs = textArgs;
     }
+    if (e.name.toLowerCase() === 'concat') args = args.map(textOrEmpty);
     if (TIMED_AGGREGATES.has(baseName(e.name)) && args.length > 0) {
       // These take a DateTime (or an unsigned number of seconds), not the DateTime64 `timestamp` is.
       args = [call('toDateTime', [args[0]!]), ...args.slice(1)];
@@ -747,6 +820,9 @@ class Resolver {
   }
 }
 
+const ZERO: Expr = { kind: 'number', text: '0' };
+const ONE: Expr = { kind: 'number', text: '1' };
+
 function str(value: string): Expr {
   return { kind: 'string', value };
 }
@@ -774,21 +850,22 @@ function qualify(ref: Expr, table: string): void {
  */
 export const MAX_NUMBERS = 1_000_000;
 
-/** `numbers(count)` or `numbers(offset, count)`, with integer literals and at most MAX_NUMBERS rows. */
-function numbersArgs(args: readonly Expr[], pos: Span | undefined): Expr[] {
-  const values = args.map((a) => (a.kind === 'number' ? numberValue(a) : undefined));
-  const ok = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-  if ((args.length !== 1 && args.length !== 2) || !values.every(ok)) {
-    throw new QueryResolveError(
-      'numbers() takes a count, or an offset and a count, as whole numbers written in the query: numbers(10), numbers(5, 10)',
-      pos,
-    );
-  }
-  const count = values.at(-1)!;
-  if (count > MAX_NUMBERS) {
-    throw new QueryResolveError(`numbers() makes at most ${MAX_NUMBERS} rows; this asks for ${count}`, pos);
-  }
-  return [...args];
+/**
+ * A part of a concatenation as HogQL's printer makes it: as text, and a missing value as '' (`concat('v',
+ * properties.$os_version)` is 'v' for an event without it, not NULL).
+ */
+function textOrEmpty(e: Expr): Expr {
+  if (e.kind === 'string' || e.kind === 'number') return e;
+  return call('ifNull', [call('toString', [e]), str('')]);
+}
+
+/** An expression of constants alone: no column, variable, subquery or `*` anywhere in it. */
+function isConstant(e: unknown): boolean {
+  if (Array.isArray(e)) return e.every(isConstant);
+  if (typeof e !== 'object' || e === null) return true;
+  const kind = (e as { kind?: unknown }).kind;
+  if (kind === 'field' || kind === 'placeholder' || kind === 'subquery' || kind === 'star') return false;
+  return Object.entries(e).every(([k, v]) => k === 'pos' || isConstant(v));
 }
 
 function hasOwn(record: Readonly<Record<string, unknown>> | undefined, key: string): boolean {

@@ -6,6 +6,7 @@
  */
 import {
   EVENT_VIRTUAL_FIELDS,
+  PDI_VIRTUAL_FIELDS,
   PERSON_JOINED_COLUMNS,
   SESSIONS_TEXT,
   type JoinedColumn,
@@ -103,6 +104,7 @@ const PERSON_DISTINCT_IDS: TableSpec = {
     { name: 'distinct_id', type: 'String' },
     { name: 'person_id', type: 'UUID' },
   ],
+  virtual: PDI_VIRTUAL_FIELDS,
 };
 
 const GROUPS: TableSpec = {

@@ -97,6 +97,11 @@ function group(index: number): LazyJoinSpec {
   };
 }
 
+/** The virtual fields of person_distinct_ids: `person.*`, the person the distinct id belongs to. */
+export const PDI_VIRTUAL_FIELDS: Readonly<Record<string, VirtualField>> = {
+  person: { kind: 'join', join: PERSON },
+};
+
 /** The virtual fields of events. */
 export const EVENT_VIRTUAL_FIELDS: Readonly<Record<string, VirtualField>> = {
   pdi: { kind: 'join', join: PDI },
@@ -135,6 +140,7 @@ SELECT
   dateDiff('second', \`$start_timestamp\`, \`$end_timestamp\`) AS \`$session_duration\`,
   \`$session_duration\` AS duration,
   groupUniqArrayIf(properties.$current_url, properties.$current_url != '') AS \`$urls\`,
+  length(\`$urls\`) AS \`$num_uniq_urls\`,
   argMinIf(properties.$current_url, e.timestamp, properties.$current_url != '') AS \`$entry_current_url\`,
   argMinIf(properties.$pathname, e.timestamp, properties.$current_url != '') AS \`$entry_pathname\`,
   argMaxIf(properties.$current_url, e.timestamp, properties.$current_url != '') AS \`$end_current_url\`,
