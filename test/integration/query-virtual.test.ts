@@ -391,3 +391,36 @@ t.test("HogQL's meaning of NULL in comparisons and concat, {filters}, numbers() 
     ['s2', 1],
   ]);
 });
+
+t.test(
+  'as HogQL reads them: a WITH over a whole UNION ALL, property columns of a CTE, time windows',
+  async (t) => {
+    const union = await rows(
+      `WITH buys AS (SELECT event FROM events WHERE event = 'purchase'), views AS (SELECT event FROM events WHERE event = '$pageview')
+       SELECT * FROM buys UNION ALL SELECT * FROM views`,
+    );
+    t.same(union.map((r) => r[0]).sort(), ['$pageview', '$pageview', '$pageview', 'purchase']);
+    t.same(
+      await rows(
+        `WITH paths AS (SELECT properties.$pathname, count() AS n FROM events GROUP BY properties.$pathname)
+       SELECT $pathname, n FROM paths WHERE $pathname IS NOT NULL ORDER BY $pathname`,
+      ),
+      [
+        ['/blog', 1],
+        ['/home', 1],
+        ['/pricing', 1],
+      ],
+    );
+    // A name the subquery already uses for a column keeps its meaning: no alias is made over it.
+    t.same(
+      await rows("SELECT * FROM (SELECT properties.event, event FROM events WHERE event = 'purchase')"),
+      [[null, 'purchase']],
+    );
+    t.same(
+      await rows(
+        "SELECT tumbleStart(toDateTime('2020-01-01 10:30:00'), toIntervalHour(1)), hopEnd(timestamp, toIntervalDay(1), toIntervalDay(2)) FROM events WHERE event = 'purchase'",
+      ),
+      [['2020-01-01 10:00:00', '2024-03-04 00:00:00']],
+    );
+  },
+);

@@ -226,7 +226,7 @@ const SCALAR_NAMES = words(`
   multiSearchFirstIndexUTF8 multiSearchFirstIndexCaseInsensitive multiSearchFirstIndexCaseInsensitiveUTF8
   multiSearchFirstPositionUTF8 multiSearchFirstPositionCaseInsensitive multiSearchFirstPositionCaseInsensitiveUTF8
   hasAllTokens hasAnyTokens indexHint toModifiedJulianDayOrNull fromModifiedJulianDayOrNull convertCharset
-  tumbleStart tumbleEnd hopStart hopEnd grouping
+  tumble hop tumbleStart tumbleEnd hopStart hopEnd grouping
 `);
 
 const conversions = CONVERTIBLE_TYPES.flatMap((t) => [

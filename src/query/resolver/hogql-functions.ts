@@ -87,7 +87,7 @@ export const HOGQL_SAME_NAME: readonly string[] = words(`
   tuple tupleElement untuple tupleHammingDistance tupleToNameValuePairs tuplePlus tupleMinus tupleMultiply
   tupleDivide tupleNegate tupleMultiplyByNumber tupleDivideByNumber dotProduct
   isFinite isInfinite ifNotFinite isNaN bar transform formatReadableDecimalSize formatReadableSize
-  formatReadableQuantity formatReadableTimeDelta least greatest indexHint tumbleStart tumbleEnd hopStart hopEnd
+  formatReadableQuantity formatReadableTimeDelta least greatest indexHint tumble hop tumbleStart tumbleEnd hopStart hopEnd
   L1Norm L2Norm LinfNorm LpNorm L1Distance L2Distance LinfDistance LpDistance L1Normalize L2Normalize
   LinfNormalize LpNormalize cosineDistance
   rank dense_rank row_number first_value last_value nth_value lagInFrame leadInFrame
@@ -147,8 +147,6 @@ export const HOGQL_REFUSED: Readonly<Record<string, string>> = {
   uniqthetaif: `${PARSES_AS('uniqThetaIf')} in Weir’s ClickHouse (built without DataSketches); use uniqIf`,
   jsonextractkey: 'ClickHouse has no such function; use JSONExtractKeys',
   extractipv4substrings: 'ClickHouse has no such function',
-  tumble: 'window views are not available; use toStartOfInterval',
-  hop: 'window views are not available; use toStartOfInterval',
 };
 
 /** HogQL names for another ClickHouse function taking the same arguments. */

@@ -67,7 +67,7 @@ export interface ResolvedQuery {
 
 export function resolveQuery(query: Query, options: ResolveOptions = {}): ResolvedQuery {
   const resolver = new Resolver(options.database ?? 'default', options.properties);
-  const out = resolver.query(query, new Scope(null));
+  const out = resolver.query(query, new Scope(null), true);
   return { query: out.query, variables: [...resolver.variables], columns: out.columns.map((c) => c.name) };
 }
 
@@ -98,6 +98,8 @@ const TIMED_AGGREGATES = new Set([
   'sequencenextnode',
   'sequencematchevents',
 ]);
+/** Time window functions take a DateTime, not a DateTime64 (HogQL's FIRST_ARG_DATETIME_FUNCTIONS). */
+const TIME_WINDOWS = new Set(['tumble', 'tumblestart', 'tumbleend', 'hop', 'hopstart', 'hopend']);
 const TABLE_LIST = TABLE_NAMES.join(', ');
 /**
  * Functions that parse their argument as text (HogQL's `_STRING_INPUT_CONVERSIONS`, and ClickHouse's own
@@ -123,13 +125,14 @@ class Resolver {
     this.#properties = properties;
   }
 
-  query(q: Query, parent: Scope): Resolved {
-    if (q.kind === 'select') return this.select(q, parent);
-    const members = q.queries.map((m) => this.query(m, new Scope(parent)));
+  /** `top`: the query whose result a caller reads (and its UNION ALL members), not one nested inside it. */
+  query(q: Query, parent: Scope, top = false): Resolved {
+    if (q.kind === 'select') return this.select(q, parent, top);
+    const members = withSharedCtes(q.queries).map((m) => this.query(m, new Scope(parent), top));
     return { query: { ...q, queries: members.map((m) => m.query) }, columns: members[0]!.columns };
   }
 
-  private select(s: SelectQuery, parent: Scope): Resolved {
+  private select(s: SelectQuery, parent: Scope, top: boolean): Resolved {
     if (s.withTotals) {
       throw new QueryResolveError(
         'WITH TOTALS is not supported: a result has no place for a totals row; use WITH ROLLUP, or UNION ALL a total',
@@ -146,7 +149,7 @@ class Resolver {
 
     const from = s.from ? this.from(s.from, scope) : null;
     const outColumns: OutColumn[] = [];
-    let columns = s.columns.map((c) => this.column(c, scope, outColumns));
+    let columns = s.columns.map((c) => this.column(c, scope, outColumns, top));
     const prewhere = s.prewhere ? this.expr(s.prewhere, scope) : null;
     const where = s.where ? this.expr(s.where, scope) : null;
     const rewritten: SelectQuery = {
@@ -309,7 +312,7 @@ class Resolver {
 
   // ---------------------------------------------------------------------------------------- columns
 
-  private column(c: ColumnExpr, scope: Scope, out: OutColumn[]): ColumnExpr {
+  private column(c: ColumnExpr, scope: Scope, out: OutColumn[], top: boolean): ColumnExpr {
     if (c.kind === 'alias') {
       const expr = this.expr(c.expr, scope);
       out.push({ name: c.alias, info: this.infoOf(expr) });
@@ -322,8 +325,28 @@ class Resolver {
       return c;
     }
     const expr = this.expr(c, scope);
+    const ref = this.#json.get(expr);
+    const key = ref?.keys.at(-1);
+    if (!top && c.kind === 'field' && key?.kind === 'string' && this.freeName(key.value, scope, out)) {
+      // As HogQL names it: a property read in a subquery or CTE is a column named by its key, so the query
+      // around reads `button_text` from `SELECT properties.button_text …`.
+      out.push({ name: key.value, info: this.infoOf(expr) });
+      return { kind: 'alias', expr, alias: key.value, pos: c.pos };
+    }
     out.push({ name: columnName(c, expr), info: this.infoOf(expr) });
     return expr;
+  }
+
+  /**
+   * Whether a SELECT may call a column by this name without changing what another name of it means:
+   * ClickHouse reads an alias before a column, so it must be no column, alias or value seen there.
+   */
+  private freeName(name: string, scope: Scope, out: readonly OutColumn[]): boolean {
+    if (out.some((o) => o.name === name) || scope.isValue(name) || scope.cte(name)) return false;
+    return !scope.sources.some(
+      (s) =>
+        s.name === name || s.columns.has(name) || hasOwn(s.virtual, name) || hasOwn(s.joinedColumns, name),
+    );
   }
 
   private starSource(table: readonly string[], scope: Scope, pos: Span | undefined): Source {
@@ -586,7 +609,10 @@ class Resolver {
       this.#textArgs = textArgs;
     }
     if (e.name.toLowerCase() === 'concat') args = args.map(textOrEmpty);
-    if (TIMED_AGGREGATES.has(baseName(e.name)) && args.length > 0) {
+    if (
+      (TIMED_AGGREGATES.has(baseName(e.name)) || TIME_WINDOWS.has(e.name.toLowerCase())) &&
+      args.length > 0
+    ) {
       // These take a DateTime (or an unsigned number of seconds), not the DateTime64 `timestamp` is.
       args = [call('toDateTime', [args[0]!]), ...args.slice(1)];
     }
@@ -857,6 +883,23 @@ export const MAX_NUMBERS = 1_000_000;
 function textOrEmpty(e: Expr): Expr {
   if (e.kind === 'string' || e.kind === 'number') return e;
   return call('ifNull', [call('toString', [e]), str('')]);
+}
+
+/**
+ * The members of a UNION ALL, each with the WITH of the first, as HogQL reads `WITH a AS (…) SELECT … FROM a
+ * UNION ALL SELECT … FROM a`: the WITH belongs to the whole union (ClickHouse gives it to the first SELECT only).
+ * A member's own WITH item of the same name stays its own.
+ */
+function withSharedCtes(queries: readonly Query[]): Query[] {
+  let first = queries[0]!;
+  while (first.kind === 'unionAll') first = first.queries[0]!;
+  const shared = first.with;
+  if (shared.length === 0) return [...queries];
+  return queries.map((m, i) => {
+    if (i === 0 || m.kind !== 'select') return m;
+    const own = new Set(m.with.map((w) => w.name));
+    return { ...m, with: [...shared.filter((w) => !own.has(w.name)), ...m.with] };
+  });
 }
 
 /** An expression of constants alone: no column, variable, subquery or `*` anywhere in it. */
