@@ -320,7 +320,7 @@ t.test('the query and the variables are checked at create and update', async (t)
   t.match((unknown.json as { detail: string }).detail, /nope/);
   refused(
     t,
-    await endpointsApi(w, 'POST', '', { name: 'bad', query: hogql('SELECT * FROM numbers(10)') }),
+    await endpointsApi(w, 'POST', '', { name: 'bad', query: hogql('SELECT * FROM generateRandom()') }),
     400,
     'invalid_query',
     'query',

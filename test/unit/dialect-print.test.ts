@@ -131,7 +131,7 @@ t.test('inlined values print as escaped literals that parse back to the same val
       "NULL, ['a', 'b\\'c'], [1, -2], {variables.missing}",
     'a placeholder without a value prints as written',
   );
-  const columns = (parseDialect(printed) as Query & { kind: 'select' }).columns as Expr[];
+  const columns = (parseDialect(printed) as Query & { kind: 'select' }).columns;
   t.same(stripPositions(columns[0]), { kind: 'string', value: values.s });
   t.same(stripPositions(columns[2]), {
     kind: 'negate',
