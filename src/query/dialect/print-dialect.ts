@@ -131,8 +131,17 @@ export function quoteString(value: string): string {
 }
 
 /** A name, backtick-quoted when bare it would not read back as that name. */
+/** Names seen so far and how they print: the same few (columns, tables) are printed in every query. */
+const quoted = new Map<string, string>();
+
 export function quoteName(name: string): string {
-  return BARE_NAME.test(name) && !QUOTE_IF.has(name.toUpperCase()) ? name : backtick(name);
+  let out = quoted.get(name);
+  if (out === undefined) {
+    out = BARE_NAME.test(name) && !QUOTE_IF.has(name.toUpperCase()) ? name : backtick(name);
+    // Bounded: a query's own names (aliases) are unbounded in number; past this, they are just not kept.
+    if (quoted.size < 10_000) quoted.set(name, out);
+  }
+  return out;
 }
 
 function member(name: string): string {

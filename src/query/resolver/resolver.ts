@@ -923,14 +923,24 @@ function joinedColumnNames(spec: LazyJoinSpec): string[] {
   return first.columns.map((c) => (c.kind === 'alias' ? c.alias : printDialectExpr(c)));
 }
 
+/** A table's columns and types as a Source holds them: made once per table, and only read after. */
+const tableColumns = new WeakMap<TableSpec, Pick<Source, 'columns' | 'types'>>();
+
 function tableSource(spec: TableSpec, name: string): Source {
+  let made = tableColumns.get(spec);
+  if (made === undefined) {
+    made = {
+      columns: new Map(
+        spec.columns.map((c) => [c.name, c.json === true ? { json: true, properties: c.properties } : PLAIN]),
+      ),
+      types: new Map(spec.columns.map((c) => [c.name, c.type])),
+    };
+    tableColumns.set(spec, made);
+  }
   return {
     name,
     description: `table ${spec.name}`,
-    columns: new Map(
-      spec.columns.map((c) => [c.name, c.json === true ? { json: true, properties: c.properties } : PLAIN]),
-    ),
-    types: new Map(spec.columns.map((c) => [c.name, c.type])),
+    ...made,
     virtual: spec.virtual,
     joinedColumns: spec.joinedColumns,
   };

@@ -14,6 +14,19 @@ const field = (name: string): Field => ({ kind: 'field', chain: [name] });
  * (`WITH events AS (…)`) can stand in for it.
  */
 export function storeTableQuery(spec: TableSpec, database: string): SelectQuery {
+  // The same tree for every reference: nothing changes a resolved tree after it is made.
+  const key = `${database}.${spec.name}`;
+  let query = made.get(key);
+  if (query === undefined) {
+    query = buildStoreTableQuery(spec, database);
+    made.set(key, query);
+  }
+  return query;
+}
+
+const made = new Map<string, SelectQuery>();
+
+function buildStoreTableQuery(spec: TableSpec, database: string): SelectQuery {
   const columns: (Field | Alias)[] = spec.columns.map((c) =>
     c.source === undefined ? field(c.name) : { kind: 'alias', expr: field(c.source), alias: c.name },
   );
