@@ -402,6 +402,11 @@ t.test('a comparison with a value that may be NULL is made as HogQL makes it', (
     `ifNull(${plan} != ${tier}, isNotNull(${plan}) OR isNotNull(${tier}))`,
   );
   t.equal(where('properties.plan BETWEEN 1 AND 2'), `ifNull(${plan} BETWEEN 1 AND 2, 0)`);
+  // A join's keys stay plain equalities: ClickHouse finds join keys only in `a = b` terms.
+  t.match(
+    sql('SELECT 1 FROM events e JOIN groups g ON e.properties.company = g.properties.name'),
+    "ON JSONExtract(e.properties, 'company', 'Nullable(String)') = JSONExtract(g.properties, 'name', 'Nullable(String)') LIMIT",
+  );
   // Columns that are never NULL keep the plain comparison, which the primary index reads.
   t.equal(where("event = 'a' AND timestamp >= '2024-01-01'"), "event = 'a' AND timestamp >= '2024-01-01'");
   t.end();

@@ -119,6 +119,8 @@ class Resolver {
   readonly #properties: PropertyTypeLookup | undefined;
   /** Set while resolving the arguments of a function that parses text (PARSES_TEXT). */
   #textArgs = false;
+  /** Set while resolving a JOIN's ON: its comparisons are left as written (nullSafe). */
+  #inJoinOn = false;
 
   constructor(database: string, properties: PropertyTypeLookup | undefined) {
     this.#database = database;
@@ -298,7 +300,15 @@ class Resolver {
         );
       }
     }
-    return { ...j, table, on: j.on && this.expr(j.on, scope) };
+    // A join's keys stay plain equalities: ClickHouse finds the keys of a join only in `a = b` terms, and
+    // HogQL does not rewrite comparisons in join constraints either.
+    const inJoinOn = this.#inJoinOn;
+    this.#inJoinOn = true;
+    try {
+      return { ...j, table, on: j.on && this.expr(j.on, scope) };
+    } finally {
+      this.#inJoinOn = inJoinOn;
+    }
   }
 
   private arrayJoin(j: ArrayJoin, scope: Scope): ArrayJoin {
@@ -452,7 +462,8 @@ class Resolver {
           high: this.expr(e.high, scope),
         };
         // As HogQL: a comparison with a missing value is false, not NULL.
-        const nullable = [between.expr, between.low, between.high].some((x) => this.mayBeNull(x));
+        const nullable =
+          !this.#inJoinOn && [between.expr, between.low, between.high].some((x) => this.mayBeNull(x));
         return nullable ? call('ifNull', [between, ZERO]) : between;
       }
       case 'ternary':
@@ -495,7 +506,7 @@ class Resolver {
     const equality = b.op === '=' || b.op === 'like' || b.op === 'ilike';
     const inequality = b.op === '!=' || b.op === 'notLike' || b.op === 'notILike';
     const ordered = b.op === '<' || b.op === '<=' || b.op === '>' || b.op === '>=';
-    if (!(equality || inequality || ordered)) return b;
+    if (!(equality || inequality || ordered) || this.#inJoinOn) return b;
     if (!this.mayBeNull(b.left) && !this.mayBeNull(b.right)) return b;
     const [left, right] = [b.left, b.right];
     if (ordered) return call('ifNull', [b, ZERO]);
