@@ -1,0 +1,522 @@
+/**
+ * The Catalog in a NATS JetStream KV bucket, for roles that run on machines of their own (issue 27).
+ *
+ * Key layout: one KV key per record, not one snapshot key.
+ * - `meta.next-project-id`: the next project id (a JSON number); created last by the bootstrap, so its
+ *   presence says the bucket is bootstrapped.
+ * - `meta.bootstrap`: the first start's plan (project 1 and its `*` key, hashed), claimed with a create so
+ *   that of two processes opening an empty bucket at once exactly one plan is used; anyone may finish it.
+ * - `projects.<id>`, `keys.<key id>` (the record with `valueHash`, exactly as the file catalog stores it,
+ *   never the value), `endpoints.<project id>.n<base64url(name)>` (the endpoint with every version).
+ * Per-record keys because a KV value is limited by the server's max_payload (1 MB by default) while a catalog
+ * with many endpoints and versions is not, and because two nodes changing different records then never
+ * conflict: only changes of one record retry each other.
+ *
+ * Reads are served from an in-memory copy kept current by a watch of the whole bucket. Every change is a
+ * compare-and-set on the KV revision of the record as it was read; on a conflict the record is read again and
+ * the change worked out again from the newest state (`decide` runs again), so nothing is lost. A change that
+ * spans records is ordered so that a crash between its writes leaves nothing a reader could misuse (see
+ * `createProject`; a rename is the one exception, documented there).
+ */
+import { randomUUID } from 'node:crypto';
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type {
+  Catalog,
+  Endpoint,
+  EndpointChange,
+  NewEndpoint,
+  NewPersonalApiKey,
+  PersonalApiKey,
+  Project,
+} from '../core/ports.ts';
+import { CatalogState, type StoredPersonalApiKey } from './catalog-state.ts';
+import type { Bootstrap } from './file-catalog.ts';
+import { generateKey, hashKey, maskKey } from './keys.ts';
+
+export interface KvCatalogOptions {
+  readonly bucket: string;
+  /** JetStream replicas of the bucket's stream (3 on a three-node cluster). */
+  readonly replicas?: number;
+  readonly bootstrapProjectApiKey: string | undefined;
+  readonly bootstrapPersonalApiKey: string | undefined;
+}
+
+const COUNTER = 'meta.next-project-id';
+const BOOTSTRAP = 'meta.bootstrap';
+/** Conflicts in a row after which a change gives up: each one means another change succeeded, so this is only reached under a storm. */
+const MAX_ATTEMPTS = 1000;
+
+const projectKey = (id: number): string => `projects.${id}`;
+const personalKeyKey = (id: string): string => `keys.${id}`;
+// Base64url keeps any name within KV's key alphabet; the `n` keeps an empty name a valid token.
+const endpointKey = (projectId: number, name: string): string =>
+  `endpoints.${projectId}.n${Buffer.from(name).toString('base64url')}`;
+
+/** A record as last seen, with its KV revision; `value` undefined: deleted. */
+interface Entry {
+  readonly revision: number;
+  readonly value: unknown;
+}
+
+interface BootstrapPlan {
+  readonly project: Project;
+  readonly key: StoredPersonalApiKey;
+}
+
+/** Thrown inside a change when a compare-and-set lost: the records to read again before retrying. */
+class Conflict extends Error {
+  constructor(readonly keys: readonly string[]) {
+    super(`conflicting change of ${keys.join(', ')}`);
+  }
+}
+
+function isWrongLastSequence(err: unknown): boolean {
+  return (
+    err instanceof JetStreamApiError &&
+    (err.code === JetStreamApiCodes.StreamWrongLastSequence ||
+      err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+  );
+}
+
+export class KvCatalog implements Catalog {
+  readonly #kv: KV;
+  readonly #records = new Map<string, Entry>();
+  #state: CatalogState | undefined;
+  #revision = 0;
+  readonly #listeners: ((projects: readonly Project[]) => void)[] = [];
+  /** Each record's local queue: changes of one record by this process wait for each other instead of conflicting. */
+  readonly #tails = new Map<string, Promise<unknown>>();
+  readonly #pending = new Set<Promise<unknown>>();
+  #stopWatch: (() => void) | undefined;
+  #watching: Promise<void> = Promise.resolve();
+  /** Set on the open whose bootstrap plan was used. */
+  bootstrap: Bootstrap | undefined;
+
+  private constructor(kv: KV) {
+    this.#kv = kv;
+  }
+
+  get revision(): number {
+    return this.#revision;
+  }
+
+  /**
+   * Opens (creating if need be) the bucket on `nc`, which stays the caller's to close. Resolves once every
+   * record is in memory and, on an empty bucket, project 1 and a `*` key exist.
+   */
+  static async open(nc: NatsConnection, options: KvCatalogOptions): Promise<KvCatalog> {
+    const kv = await new Kvm(nc).create(options.bucket, { replicas: options.replicas ?? 1, history: 1 });
+    const catalog = new KvCatalog(kv);
+    await catalog.#watch();
+    if (catalog.#records.get(COUNTER)?.value === undefined) await catalog.#bootstrap(options);
+    return catalog;
+  }
+
+  projectByApiToken(token: string): Project | undefined {
+    return this.#current().projectByApiToken(token);
+  }
+
+  project(id: number): Project | undefined {
+    return this.#current().project(id);
+  }
+
+  listProjects(): readonly Project[] {
+    return this.#current().snapshot.projects;
+  }
+
+  personalKeyByValue(value: string): PersonalApiKey | undefined {
+    return this.#current().personalKeyByValue(value);
+  }
+
+  personalKey(id: string): PersonalApiKey | undefined {
+    return this.#current().personalKey(id);
+  }
+
+  listPersonalKeys(): readonly PersonalApiKey[] {
+    return this.#current().snapshot.personalApiKeys;
+  }
+
+  /**
+   * Three writes, in the order that keeps a crash harmless: claim the id (the counter), grant it to `grantTo`,
+   * then write the project. A crash after the claim leaves a gap in the ids; after the grant, a key granted
+   * an id no project has (and none ever will: the id is taken). The project is never visible without its grant.
+   */
+  createProject(input: { readonly name: string; readonly grantTo?: string }): Promise<Project> {
+    const fields = { name: input.name, apiToken: generateKey('phc_'), createdAt: new Date().toISOString() };
+    return this.#track(async () => {
+      // Refuses an unknown key before an id is taken (withProject throws), as the file catalog does.
+      this.#current().withProject(fields, input.grantTo);
+      const id = await this.#changing(COUNTER, async () => {
+        const { value, revision } = this.#entry(COUNTER);
+        const next = value as number;
+        await this.#put(COUNTER, next + 1, revision);
+        return next;
+      });
+      const project: Project = { id, ...fields };
+      if (input.grantTo !== undefined) {
+        const key = personalKeyKey(input.grantTo);
+        await this.#changing(key, async () => {
+          const { value, revision } = this.#entry(key);
+          const stored = value as StoredPersonalApiKey | undefined;
+          if (!stored) throw new Error(`no personal API key ${input.grantTo}`);
+          if (stored.projects === '*') return;
+          await this.#put(key, { ...stored, projects: [...stored.projects, id] }, revision);
+        });
+      }
+      await this.#put(projectKey(id), project, 0);
+      return project;
+    });
+  }
+
+  updateProject(id: number, patch: { readonly name?: string }): Promise<Project | undefined> {
+    const key = projectKey(id);
+    return this.#track(() =>
+      this.#changing(key, async () => {
+        const { revision } = this.#entry(key);
+        const current = this.#current().project(id);
+        if (!current || patch.name === undefined || patch.name === current.name) return current;
+        const renamed = this.#current().withProjectName(id, patch.name)!;
+        await this.#put(key, renamed.project, revision);
+        return renamed.project;
+      }),
+    );
+  }
+
+  async createPersonalKey(input: NewPersonalApiKey): Promise<{ key: PersonalApiKey; value: string }> {
+    const value = generateKey('phx_');
+    const key: StoredPersonalApiKey = {
+      id: randomUUID(),
+      label: input.label,
+      valueHash: hashKey(value),
+      mask: maskKey(value),
+      scopes: [...input.scopes],
+      projects: input.projects === '*' ? '*' : [...input.projects],
+      createdAt: new Date().toISOString(),
+      createdBy: input.createdBy,
+      revokedAt: null,
+    };
+    await this.#track(async () => {
+      this.#current().withKey(key); // the same refusals as the file catalog
+      await this.#put(personalKeyKey(key.id), key, 0);
+    });
+    return { key, value };
+  }
+
+  revokePersonalKey(id: string): Promise<boolean> {
+    const key = personalKeyKey(id);
+    return this.#track(() =>
+      this.#changing(key, async () => {
+        const { revision } = this.#entry(key);
+        const next = this.#current().withKeyRevoked(id, new Date().toISOString());
+        if (!next) return false;
+        await this.#put(key, next.personalKey(id), revision);
+        return true;
+      }),
+    );
+  }
+
+  endpoint(projectId: number, name: string): Endpoint | undefined {
+    return this.#current().endpoint(projectId, name);
+  }
+
+  listEndpoints(projectId: number): readonly Endpoint[] {
+    return this.#current().endpointsOf(projectId);
+  }
+
+  createEndpoint(projectId: number, input: NewEndpoint): Promise<Endpoint> {
+    const now = new Date().toISOString();
+    const endpoint: Endpoint = {
+      id: randomUUID(),
+      projectId,
+      name: input.name,
+      description: input.description,
+      cacheAgeSeconds: input.cacheAgeSeconds,
+      isActive: input.isActive,
+      syncFrequency: input.syncFrequency,
+      materializationBucket: input.materializationBucket,
+      createdAt: now,
+      updatedAt: now,
+      versions: [
+        {
+          version: 1,
+          query: input.query,
+          variables: input.variables,
+          isActive: true,
+          isMaterialized: input.isMaterialized,
+          createdAt: now,
+          createdBy: input.createdBy,
+        },
+      ],
+    };
+    const key = endpointKey(projectId, input.name);
+    return this.#track(() =>
+      this.#changing(key, async () => {
+        const { revision } = this.#entry(key);
+        // Throws `endpoint_exists` once a conflict has shown the name taken: exactly one create wins.
+        this.#current().withEndpoint(endpoint);
+        await this.#put(key, endpoint, revision);
+        return endpoint;
+      }),
+    );
+  }
+
+  /**
+   * A rename writes the endpoint under its new name (a create: a taken name is `endpoint_exists`), then deletes
+   * the old record if it is still as read, undoing the first write if it is not. A crash between the two writes
+   * leaves the endpoint under both names until one is deleted; a single-key rename needs endpoints keyed by id.
+   */
+  updateEndpoint(
+    projectId: number,
+    name: string,
+    decide: (current: Endpoint) => EndpointChange,
+  ): Promise<Endpoint | undefined> {
+    const key = endpointKey(projectId, name);
+    return this.#track(() =>
+      this.#changing(key, async () => {
+        const { revision } = this.#entry(key);
+        const state = this.#current();
+        const current = state.endpoint(projectId, name);
+        if (!current) return undefined;
+        const change = decide(current);
+        if (Object.values(change).every((v) => v === undefined)) return current;
+        const changed = state.withEndpointChanged(projectId, name, change, new Date().toISOString());
+        if (!changed) return undefined;
+        const { endpoint } = changed;
+        if (endpoint.name === name) {
+          await this.#put(key, endpoint, revision);
+          return endpoint;
+        }
+        const newKey = endpointKey(projectId, endpoint.name);
+        const created = await this.#put(newKey, endpoint, this.#entry(newKey).revision);
+        try {
+          await this.#delete(key, revision);
+        } catch (err) {
+          if (err instanceof Conflict) await this.#delete(newKey, created);
+          throw err;
+        }
+        return endpoint;
+      }),
+    );
+  }
+
+  deleteEndpoint(projectId: number, name: string): Promise<boolean> {
+    const key = endpointKey(projectId, name);
+    return this.#track(() =>
+      this.#changing(key, async () => {
+        const { revision } = this.#entry(key);
+        if (!this.#current().endpoint(projectId, name)) return false;
+        await this.#delete(key, revision);
+        return true;
+      }),
+    );
+  }
+
+  /**
+   * Calls `listener` with every project after each change this process sees, its own (before the change's
+   * caller hears of it) and every other process's (as the watch delivers it).
+   */
+  onChange(listener: (projects: readonly Project[]) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** Waits for changes in progress, then stops watching. The connection is the caller's to close. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.#pending]);
+    this.#stopWatch?.();
+    await this.#watching;
+  }
+
+  /** The state of the records seen so far, rebuilt on the first read after a change (a flood rebuilds once). */
+  #current(): CatalogState {
+    this.#state ??= this.#build();
+    return this.#state;
+  }
+
+  #build(): CatalogState {
+    let nextProjectId = 1;
+    const projects: Project[] = [];
+    const personalApiKeys: StoredPersonalApiKey[] = [];
+    const endpoints: Endpoint[] = [];
+    for (const [key, { value }] of this.#records) {
+      if (value === undefined) continue;
+      if (key === COUNTER) nextProjectId = value as number;
+      else if (key.startsWith('projects.')) projects.push(value as Project);
+      else if (key.startsWith('keys.')) personalApiKeys.push(value as StoredPersonalApiKey);
+      else if (key.startsWith('endpoints.')) endpoints.push(value as Endpoint);
+    }
+    // KV delivers records in the order of their last change; the port promises ids and oldest first.
+    const oldestFirst = (
+      a: { createdAt: string; id: string },
+      b: { createdAt: string; id: string },
+    ): number =>
+      a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+    projects.sort((a, b) => a.id - b.id);
+    personalApiKeys.sort(oldestFirst);
+    endpoints.sort(oldestFirst);
+    return new CatalogState({ version: 1, nextProjectId, projects, personalApiKeys, endpoints });
+  }
+
+  #entry(key: string): Entry {
+    return this.#records.get(key) ?? { revision: 0, value: undefined };
+  }
+
+  /** Takes a record's value at `revision` if it is newer than what is known of it. */
+  #apply(key: string, value: unknown, revision: number): void {
+    const known = this.#records.get(key);
+    if (known && known.revision >= revision) return;
+    this.#records.set(key, { revision, value });
+    this.#state = undefined;
+    this.#revision++;
+    if (this.#listeners.length > 0) {
+      const projects = this.listProjects();
+      for (const listener of this.#listeners) listener(projects);
+    }
+  }
+
+  /** Reads one record from the server (after a conflict: the copy in memory is behind). */
+  async #fetch(key: string): Promise<void> {
+    const e = await this.#kv.get(key);
+    if (e) this.#apply(key, e.operation === 'PUT' ? e.json() : undefined, e.revision);
+  }
+
+  /** Writes `value` if the record is still at `expected` (0: it has never been written); its new revision. */
+  async #put(key: string, value: unknown, expected: number): Promise<number> {
+    let revision: number;
+    try {
+      revision = await this.#kv.put(key, JSON.stringify(value), { previousSeq: expected });
+    } catch (err) {
+      if (isWrongLastSequence(err)) throw new Conflict([key]);
+      throw err;
+    }
+    this.#apply(key, value, revision);
+    return revision;
+  }
+
+  async #delete(key: string, expected: number): Promise<void> {
+    try {
+      await this.#kv.delete(key, { previousSeq: expected });
+    } catch (err) {
+      if (isWrongLastSequence(err)) throw new Conflict([key]);
+      throw err;
+    }
+    // A delete does not return its revision: read the marker back so the deletion is visible at once.
+    await this.#fetch(key);
+  }
+
+  /**
+   * Runs `step` (which reads the state and the revisions it writes against, then writes) after this process's
+   * earlier changes of `key`, and again after each conflict once the conflicting records are read anew.
+   */
+  #changing<T>(key: string, step: () => Promise<T>): Promise<T> {
+    const run = (this.#tails.get(key) ?? Promise.resolve()).then(async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await step();
+        } catch (err) {
+          if (!(err instanceof Conflict) || attempt >= MAX_ATTEMPTS) throw err;
+          await Promise.all(err.keys.map((k) => this.#fetch(k)));
+        }
+      }
+    });
+    const tail = run.catch(() => undefined);
+    this.#tails.set(key, tail);
+    void tail.then(() => {
+      if (this.#tails.get(key) === tail) this.#tails.delete(key);
+    });
+    return run;
+  }
+
+  /** Keeps `close` waiting for a change in progress. */
+  #track<T>(change: () => Promise<T>): Promise<T> {
+    const run = change();
+    this.#pending.add(run);
+    void run.catch(() => undefined).then(() => this.#pending.delete(run));
+    return run;
+  }
+
+  /**
+   * Starts the watch of every record and resolves once it has delivered the bucket's content as it was when
+   * the watch started (the newest revision then), so that reads after `open` see every record.
+   */
+  async #watch(): Promise<void> {
+    const lastSeq = (await this.#kv.status()).streamInfo.state.last_seq;
+    const watcher = await this.#kv.watch();
+    this.#stopWatch = () => watcher.stop();
+    let loaded!: () => void;
+    let failed!: (err: unknown) => void;
+    const initial = new Promise<void>((resolve, reject) => {
+      loaded = resolve;
+      failed = reject;
+    });
+    if (lastSeq === 0) loaded();
+    this.#watching = (async () => {
+      try {
+        for await (const e of watcher) {
+          this.#apply(e.key, e.operation === 'PUT' ? e.json() : undefined, e.revision);
+          if (e.revision >= lastSeq) loaded();
+        }
+      } catch (err) {
+        // Before the content is loaded the open fails; after, the copy stops following (wiring will report it).
+        failed(err);
+      }
+    })();
+    await initial;
+  }
+
+  /**
+   * Claims the bootstrap with a create of its plan; whoever loses uses the winner's plan. Every write after the
+   * claim tolerates having been made already, so any opener finishes a bootstrap a crash interrupted.
+   */
+  async #bootstrap(options: KvCatalogOptions): Promise<void> {
+    const now = new Date().toISOString();
+    const apiToken = options.bootstrapProjectApiKey ?? generateKey('phc_');
+    const personal = options.bootstrapPersonalApiKey ?? generateKey('phx_');
+    const mine: BootstrapPlan = {
+      project: { id: 1, name: 'Default project', apiToken, createdAt: now },
+      key: {
+        id: randomUUID(),
+        label: 'bootstrap',
+        valueHash: hashKey(personal),
+        mask: maskKey(personal),
+        scopes: ['*'],
+        projects: [1],
+        createdAt: now,
+        createdBy: null,
+        revokedAt: null,
+      },
+    };
+    let won = false;
+    // A plan already there is an interrupted bootstrap: finish it rather than replace it.
+    if (this.#entry(BOOTSTRAP).value === undefined) {
+      try {
+        await this.#put(BOOTSTRAP, mine, 0);
+        won = true;
+      } catch (err) {
+        if (!(err instanceof Conflict)) throw err;
+        await this.#fetch(BOOTSTRAP);
+      }
+    }
+    const plan = this.#entry(BOOTSTRAP).value as BootstrapPlan;
+    const ensure = async (key: string, value: unknown): Promise<void> => {
+      try {
+        await this.#put(key, value, 0);
+      } catch (err) {
+        if (!(err instanceof Conflict)) throw err;
+        await this.#fetch(key);
+      }
+    };
+    await ensure(personalKeyKey(plan.key.id), plan.key);
+    await ensure(projectKey(1), plan.project);
+    await ensure(COUNTER, 2);
+    if (won) {
+      this.bootstrap = {
+        project: plan.project,
+        personalApiKey: options.bootstrapPersonalApiKey === undefined ? personal : undefined,
+        projectKeyFromEnv: options.bootstrapProjectApiKey !== undefined,
+        personalKeyFromEnv: options.bootstrapPersonalApiKey !== undefined,
+      };
+    }
+  }
+}
