@@ -251,7 +251,7 @@ export class FileCatalog implements Catalog {
 }
 
 /** Replaces the file so that a crash at any point leaves either the old content or the new, whole. */
-async function writeAtomically(path: string, snapshot: CatalogSnapshot): Promise<void> {
+export async function writeAtomically(path: string, snapshot: CatalogSnapshot): Promise<void> {
   const tmp = `${path}.${process.pid}.tmp`;
   const file = await open(tmp, 'w', 0o600);
   try {

@@ -31,7 +31,7 @@ import type {
   PersonalApiKey,
   Project,
 } from '../core/ports.ts';
-import { CatalogState, type StoredPersonalApiKey } from './catalog-state.ts';
+import { CatalogState, type CatalogSnapshot, type StoredPersonalApiKey } from './catalog-state.ts';
 import type { Bootstrap } from './file-catalog.ts';
 import { generateKey, hashKey, maskKey } from './keys.ts';
 
@@ -42,6 +42,9 @@ export interface KvCatalogOptions {
   readonly bootstrapProjectApiKey: string | undefined;
   readonly bootstrapPersonalApiKey: string | undefined;
 }
+
+/** The bucket the roles will share (until the wiring makes it a setting). */
+export const CATALOG_BUCKET = 'weir_catalog';
 
 const COUNTER = 'meta.next-project-id';
 const BOOTSTRAP = 'meta.bootstrap';
@@ -112,6 +115,35 @@ export class KvCatalog implements Catalog {
     await catalog.#watch();
     if (catalog.#records.get(COUNTER)?.value === undefined) await catalog.#bootstrap(options);
     return catalog;
+  }
+
+  /**
+   * Fills an empty bucket with a whole catalog (`weir catalog import`), the id counter last, so that a bucket
+   * the import did not finish reads as not bootstrapped rather than as a catalog missing records. A bucket that
+   * holds any record is refused: an import never mixes two catalogs. Resolves with the records written.
+   */
+  static async importSnapshot(
+    nc: NatsConnection,
+    options: { readonly bucket: string; readonly replicas?: number },
+    snapshot: CatalogSnapshot,
+  ): Promise<number> {
+    const kv = await new Kvm(nc).create(options.bucket, { replicas: options.replicas ?? 1, history: 1 });
+    for await (const key of await kv.keys()) {
+      throw new Error(`the bucket '${options.bucket}' already holds a catalog (it has the record '${key}')`);
+    }
+    const records: [string, unknown][] = [
+      ...snapshot.projects.map((p): [string, unknown] => [projectKey(p.id), p]),
+      ...snapshot.personalApiKeys.map((k): [string, unknown] => [personalKeyKey(k.id), k]),
+      ...snapshot.endpoints.map((e): [string, unknown] => [endpointKey(e.projectId, e.name), e]),
+      [COUNTER, snapshot.nextProjectId],
+    ];
+    for (const [key, value] of records) await kv.create(key, JSON.stringify(value));
+    return records.length;
+  }
+
+  /** The whole catalog as the file catalog stores it (`weir catalog export`): key values as hashes only. */
+  snapshot(): CatalogSnapshot {
+    return this.#current().snapshot;
   }
 
   projectByApiToken(token: string): Project | undefined {

@@ -11,6 +11,8 @@ commands:
   ingest                    consume NATS JetStream into the store in --data-dir (needs --nats-url);
                             /_health, /_ready and /metrics on --port (default 8001)
   sql [--data-dir DIR] SQL  run ClickHouse SQL on a stopped Weir's data directory; prints JSON lines
+  catalog export            print the catalog as JSON: NATS KV with --nats-url, else --data-dir's file
+  catalog import FILE|-     fill an empty catalog (NATS KV with --nats-url, else --data-dir's file) with it
 
 options of start, capture and ingest (each also read from its WEIR_* environment variable; see docs/configuration.md):
   --host HOST  --port PORT  --data-dir DIR  --log-level LEVEL  --nats-url URL  --bus-ack-wait-ms MS
@@ -60,6 +62,10 @@ async function main(argv: string[]): Promise<number> {
       needsNats('consumes from NATS JetStream');
       const { runIngest } = await import('./ingest.ts');
       return runIngest(flags);
+    }
+    case 'catalog': {
+      const { runCatalog } = await import('./catalog.ts');
+      return runCatalog(flags, positionals);
     }
     case 'sql': {
       if (positionals.length !== 1) throw new UsageError('sql takes exactly one SQL statement (quote it)');
