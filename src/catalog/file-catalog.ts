@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -11,17 +10,11 @@ import type {
   PersonalApiKey,
   Project,
 } from '../core/ports.ts';
-import { CatalogState, type CatalogSnapshot, type StoredPersonalApiKey } from './catalog-state.ts';
-import { generateKey, hashKey, maskKey } from './keys.ts';
+import { CatalogState, type CatalogSnapshot } from './catalog-state.ts';
+import { generateKey } from './keys.ts';
+import { bootstrapRecords, bootstrapReport, newEndpoint, newPersonalKey, type Bootstrap } from './records.ts';
 
-/** What a first start made, so the CLI can tell the person starting Weir (once). */
-export interface Bootstrap {
-  readonly project: Project;
-  /** The personal key's value, or undefined when it came from WEIR_BOOTSTRAP_PERSONAL_API_KEY. */
-  readonly personalApiKey: string | undefined;
-  readonly projectKeyFromEnv: boolean;
-  readonly personalKeyFromEnv: boolean;
-}
+export type { Bootstrap } from './records.ts';
 
 export interface FileCatalogOptions {
   readonly dataDir: string;
@@ -60,36 +53,16 @@ export class FileCatalog implements Catalog {
     if (existsSync(path)) {
       return new FileCatalog(path, CatalogState.fromJson(await readFile(path, 'utf8')), undefined);
     }
-    const now = new Date().toISOString();
-    const apiToken = options.bootstrapProjectApiKey ?? generateKey('phc_');
-    const personal = options.bootstrapPersonalApiKey ?? generateKey('phx_');
-    const project: Project = { id: 1, name: 'Default project', apiToken, createdAt: now };
+    const { project, key, personal } = bootstrapRecords(options);
     const state = new CatalogState({
       version: 1,
       nextProjectId: 2,
       projects: [project],
-      personalApiKeys: [
-        {
-          id: randomUUID(),
-          label: 'bootstrap',
-          valueHash: hashKey(personal),
-          mask: maskKey(personal),
-          scopes: ['*'],
-          projects: [1],
-          createdAt: now,
-          createdBy: null,
-          revokedAt: null,
-        },
-      ],
+      personalApiKeys: [key],
       endpoints: [],
     });
     await writeAtomically(path, state.snapshot);
-    return new FileCatalog(path, state, {
-      project,
-      personalApiKey: options.bootstrapPersonalApiKey === undefined ? personal : undefined,
-      projectKeyFromEnv: options.bootstrapProjectApiKey !== undefined,
-      personalKeyFromEnv: options.bootstrapPersonalApiKey !== undefined,
-    });
+    return new FileCatalog(path, state, bootstrapReport(options, project, personal));
   }
 
   projectByApiToken(token: string): Project | undefined {
@@ -136,18 +109,7 @@ export class FileCatalog implements Catalog {
   }
 
   async createPersonalKey(input: NewPersonalApiKey): Promise<{ key: PersonalApiKey; value: string }> {
-    const value = generateKey('phx_');
-    const key: StoredPersonalApiKey = {
-      id: randomUUID(),
-      label: input.label,
-      valueHash: hashKey(value),
-      mask: maskKey(value),
-      scopes: [...input.scopes],
-      projects: input.projects === '*' ? '*' : [...input.projects],
-      createdAt: new Date().toISOString(),
-      createdBy: input.createdBy,
-      revokedAt: null,
-    };
+    const { key, value } = newPersonalKey(input);
     await this.#change((state) => ({ next: state.withKey(key), result: undefined }));
     return { key, value };
   }
@@ -168,30 +130,7 @@ export class FileCatalog implements Catalog {
   }
 
   createEndpoint(projectId: number, input: NewEndpoint): Promise<Endpoint> {
-    const now = new Date().toISOString();
-    const endpoint: Endpoint = {
-      id: randomUUID(),
-      projectId,
-      name: input.name,
-      description: input.description,
-      cacheAgeSeconds: input.cacheAgeSeconds,
-      isActive: input.isActive,
-      syncFrequency: input.syncFrequency,
-      materializationBucket: input.materializationBucket,
-      createdAt: now,
-      updatedAt: now,
-      versions: [
-        {
-          version: 1,
-          query: input.query,
-          variables: input.variables,
-          isActive: true,
-          isMaterialized: input.isMaterialized,
-          createdAt: now,
-          createdBy: input.createdBy,
-        },
-      ],
-    };
+    const endpoint = newEndpoint(projectId, input);
     return this.#change((state) => ({ next: state.withEndpoint(endpoint), result: endpoint }));
   }
 

@@ -18,7 +18,6 @@
  * spans records is ordered so that a crash between its writes leaves nothing a reader could misuse (see
  * `createProject`; a rename is the one exception, documented there).
  */
-import { randomUUID } from 'node:crypto';
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -32,8 +31,8 @@ import type {
   Project,
 } from '../core/ports.ts';
 import { CatalogState, type CatalogSnapshot, type StoredPersonalApiKey } from './catalog-state.ts';
-import type { Bootstrap } from './file-catalog.ts';
-import { generateKey, hashKey, maskKey } from './keys.ts';
+import { generateKey } from './keys.ts';
+import { bootstrapRecords, bootstrapReport, newEndpoint, newPersonalKey, type Bootstrap } from './records.ts';
 
 export interface KvCatalogOptions {
   readonly bucket: string;
@@ -217,18 +216,7 @@ export class KvCatalog implements Catalog {
   }
 
   async createPersonalKey(input: NewPersonalApiKey): Promise<{ key: PersonalApiKey; value: string }> {
-    const value = generateKey('phx_');
-    const key: StoredPersonalApiKey = {
-      id: randomUUID(),
-      label: input.label,
-      valueHash: hashKey(value),
-      mask: maskKey(value),
-      scopes: [...input.scopes],
-      projects: input.projects === '*' ? '*' : [...input.projects],
-      createdAt: new Date().toISOString(),
-      createdBy: input.createdBy,
-      revokedAt: null,
-    };
+    const { key, value } = newPersonalKey(input);
     await this.#track(async () => {
       this.#current().withKey(key); // the same refusals as the file catalog
       await this.#put(personalKeyKey(key.id), key, 0);
@@ -258,30 +246,7 @@ export class KvCatalog implements Catalog {
   }
 
   createEndpoint(projectId: number, input: NewEndpoint): Promise<Endpoint> {
-    const now = new Date().toISOString();
-    const endpoint: Endpoint = {
-      id: randomUUID(),
-      projectId,
-      name: input.name,
-      description: input.description,
-      cacheAgeSeconds: input.cacheAgeSeconds,
-      isActive: input.isActive,
-      syncFrequency: input.syncFrequency,
-      materializationBucket: input.materializationBucket,
-      createdAt: now,
-      updatedAt: now,
-      versions: [
-        {
-          version: 1,
-          query: input.query,
-          variables: input.variables,
-          isActive: true,
-          isMaterialized: input.isMaterialized,
-          createdAt: now,
-          createdBy: input.createdBy,
-        },
-      ],
-    };
+    const endpoint = newEndpoint(projectId, input);
     const key = endpointKey(projectId, input.name);
     return this.#track(() =>
       this.#changing(key, async () => {
@@ -502,23 +467,7 @@ export class KvCatalog implements Catalog {
    * claim tolerates having been made already, so any opener finishes a bootstrap a crash interrupted.
    */
   async #bootstrap(options: KvCatalogOptions): Promise<void> {
-    const now = new Date().toISOString();
-    const apiToken = options.bootstrapProjectApiKey ?? generateKey('phc_');
-    const personal = options.bootstrapPersonalApiKey ?? generateKey('phx_');
-    const mine: BootstrapPlan = {
-      project: { id: 1, name: 'Default project', apiToken, createdAt: now },
-      key: {
-        id: randomUUID(),
-        label: 'bootstrap',
-        valueHash: hashKey(personal),
-        mask: maskKey(personal),
-        scopes: ['*'],
-        projects: [1],
-        createdAt: now,
-        createdBy: null,
-        revokedAt: null,
-      },
-    };
+    const { personal, ...mine } = bootstrapRecords(options);
     let won = false;
     // A plan already there is an interrupted bootstrap: finish it rather than replace it.
     if (this.#entry(BOOTSTRAP).value === undefined) {
@@ -542,13 +491,6 @@ export class KvCatalog implements Catalog {
     await ensure(personalKeyKey(plan.key.id), plan.key);
     await ensure(projectKey(1), plan.project);
     await ensure(COUNTER, 2);
-    if (won) {
-      this.bootstrap = {
-        project: plan.project,
-        personalApiKey: options.bootstrapPersonalApiKey === undefined ? personal : undefined,
-        projectKeyFromEnv: options.bootstrapProjectApiKey !== undefined,
-        personalKeyFromEnv: options.bootstrapPersonalApiKey !== undefined,
-      };
-    }
+    if (won) this.bootstrap = bootstrapReport(options, plan.project, personal);
   }
 }
