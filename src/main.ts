@@ -6,10 +6,10 @@ import type { Logger } from './core/logger.ts';
 import { Metrics } from './core/metrics.ts';
 import type { Bus } from './core/ports.ts';
 import type { IngestService } from './ingest/ingest-service.ts';
-import type { FileCatalog } from './catalog/file-catalog.ts';
 import { InFlight } from './http/in-flight.ts';
 import { httpUrl } from './http/server.ts';
 import { mountApi } from './roles/api.ts';
+import type { RoleCatalog } from './roles/catalog.ts';
 import { CaptureThreads } from './roles/capture-threads.ts';
 import type { LoggedStore } from './store/logged-store.ts';
 import { mountCapture } from './roles/capture-role.ts';
@@ -54,7 +54,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
     const served = await serveRole(
       app,
       config,
-      { metrics, logger, inFlight, isReady: () => bus.isReady() },
+      { metrics, logger, inFlight, isReady: () => bus.isReady() && (catalog.following ?? true) },
       teardown,
       { message: 'weir is ready', dataDir: config.dataDir },
     );
@@ -72,7 +72,7 @@ async function serveWithCaptureThreads(
   app: uWS.TemplatedApp,
   config: Config,
   deps: {
-    catalog: FileCatalog;
+    catalog: RoleCatalog;
     store: LoggedStore;
     bus: { bus: Bus; isReady: () => boolean };
     metrics: Metrics;
@@ -93,7 +93,11 @@ async function serveWithCaptureThreads(
       metrics,
       logger,
       inFlight,
-      isReady: () => bus.isReady() && started.threads !== undefined && started.threads.healthy,
+      isReady: () =>
+        bus.isReady() &&
+        (catalog.following ?? true) &&
+        started.threads !== undefined &&
+        started.threads.healthy,
       isHealthy: () => started.threads?.healthy ?? true,
       moreMetrics: () => started.threads?.metrics() ?? Promise.resolve([]),
     },

@@ -116,7 +116,7 @@ export async function measureCeiling(
   try {
     const jsm = await jetstreamManager(nc);
     // The stream as Weir makes it (file storage, work queue, 2-minute duplicate window).
-    await ensureStream(jsm, { replicas: 1, duplicateWindowMs: 120_000 });
+    await ensureStream(jsm, { replicas: 1, replicasConfigured: true, duplicateWindowMs: 120_000 });
     const js = jetstream(nc);
     const latency = histogram();
     const pids = [nats.pid, bench.generator.pid];

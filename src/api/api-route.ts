@@ -39,6 +39,8 @@ export interface ApiResponse {
   readonly body?: unknown;
   /** A body already serialised as JSON, sent as it is (instead of `body`). */
   readonly json?: string | Buffer;
+  /** A body that is not JSON, sent as it is with its content type (instead of `body` or `json`). */
+  readonly bytes?: { readonly data: Buffer; readonly contentType: string };
   /**
    * For a 200 with `json` bytes on a route with a memo: while this returns true, the same request (same
    * method, path, query, `Authorization` and body) gets these same bytes, and the memo sends them again
@@ -213,6 +215,8 @@ function sendResponse(
   try {
     if (response.status === 204) reply.send(204, undefined);
     else if (response.json !== undefined) reply.send(response.status, response.json, JSON_TYPE);
+    else if (response.bytes !== undefined)
+      reply.send(response.status, response.bytes.data, { 'Content-Type': response.bytes.contentType });
     else reply.json(response.status, response.body);
   } catch (err) {
     fail(reply, err, deps); // e.g. a body JSON cannot write

@@ -18,7 +18,7 @@
  * spans records is ordered so that a crash between its writes leaves nothing a reader could misuse (see
  * `createProject`; a rename is the one exception, documented there).
  */
-import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type {
@@ -36,14 +36,23 @@ import { bootstrapRecords, bootstrapReport, newEndpoint, newPersonalKey, type Bo
 
 export interface KvCatalogOptions {
   readonly bucket: string;
-  /** JetStream replicas of the bucket's stream (3 on a three-node cluster). */
+  /** JetStream replicas of the bucket's stream when it is made (3 on a three-node cluster). @default 1 */
   readonly replicas?: number;
+  /** Whether `replicas` was configured: only then is an existing bucket changed to it. @default false */
+  readonly replicasConfigured?: boolean;
+  /**
+   * Whether this process may make project 1 and its key in an empty bucket. `weir capture` may not: it has
+   * no one to show the keys to, so it waits for a query or ingest process to do it. @default true
+   */
+  readonly bootstrap?: boolean;
   readonly bootstrapProjectApiKey: string | undefined;
   readonly bootstrapPersonalApiKey: string | undefined;
 }
 
-/** The bucket the roles will share (until the wiring makes it a setting). */
+/** The bucket the roles share by default (`WEIR_CATALOG_BUCKET`). */
 export const CATALOG_BUCKET = 'weir_catalog';
+/** How long a watch that failed waits before it is started again. */
+const REWATCH_MS = 500;
 
 const COUNTER = 'meta.next-project-id';
 const BOOTSTRAP = 'meta.bootstrap';
@@ -88,6 +97,9 @@ export class KvCatalog implements Catalog {
   #state: CatalogState | undefined;
   #revision = 0;
   readonly #listeners: ((projects: readonly Project[]) => void)[] = [];
+  readonly #endpointListeners: ((endpointId: string) => void)[] = [];
+  #following = false;
+  #closed = false;
   /** Each record's local queue: changes of one record by this process wait for each other instead of conflicting. */
   readonly #tails = new Map<string, Promise<unknown>>();
   readonly #pending = new Set<Promise<unknown>>();
@@ -110,10 +122,21 @@ export class KvCatalog implements Catalog {
    */
   static async open(nc: NatsConnection, options: KvCatalogOptions): Promise<KvCatalog> {
     const kv = await new Kvm(nc).create(options.bucket, { replicas: options.replicas ?? 1, history: 1 });
+    if (options.replicasConfigured && options.replicas !== undefined)
+      await setReplicas(nc, options.bucket, options.replicas);
     const catalog = new KvCatalog(kv);
     await catalog.#watch();
-    if (catalog.#records.get(COUNTER)?.value === undefined) await catalog.#bootstrap(options);
+    if (catalog.#records.get(COUNTER)?.value === undefined && (options.bootstrap ?? true))
+      await catalog.#bootstrap(options);
     return catalog;
+  }
+
+  /**
+   * Whether the copy in memory follows the bucket: false from a failure of the watch (a NATS outage) until
+   * the watch is running again. The roles' `/_ready` says so.
+   */
+  get following(): boolean {
+    return this.#following;
   }
 
   /**
@@ -318,9 +341,18 @@ export class KvCatalog implements Catalog {
     this.#listeners.push(listener);
   }
 
+  /**
+   * Calls `listener` with an endpoint's id whenever its record changes or goes, by this process or another:
+   * what was cached of the endpoint (its runs' answers) goes with it.
+   */
+  onEndpointChange(listener: (endpointId: string) => void): void {
+    this.#endpointListeners.push(listener);
+  }
+
   /** Waits for changes in progress, then stops watching. The connection is the caller's to close. */
   async close(): Promise<void> {
     await Promise.allSettled([...this.#pending]);
+    this.#closed = true;
     this.#stopWatch?.();
     await this.#watching;
   }
@@ -369,6 +401,10 @@ export class KvCatalog implements Catalog {
     if (this.#listeners.length > 0) {
       const projects = this.listProjects();
       for (const listener of this.#listeners) listener(projects);
+    }
+    if (key.startsWith('endpoints.') && this.#endpointListeners.length > 0) {
+      const id = ((value ?? known?.value) as Endpoint | undefined)?.id;
+      if (id !== undefined) for (const listener of this.#endpointListeners) listener(id);
     }
   }
 
@@ -435,7 +471,9 @@ export class KvCatalog implements Catalog {
 
   /**
    * Starts the watch of every record and resolves once it has delivered the bucket's content as it was when
-   * the watch started (the newest revision then), so that reads after `open` see every record.
+   * the watch started (the newest revision then), so that reads after `open` see every record. A watch that
+   * fails later (the server it used went away for good) is started again until it runs: it delivers every
+   * record anew, and `#apply` keeps only what is newer than the copy.
    */
   async #watch(): Promise<void> {
     const lastSeq = (await this.#kv.status()).streamInfo.state.last_seq;
@@ -447,19 +485,43 @@ export class KvCatalog implements Catalog {
       loaded = resolve;
       failed = reject;
     });
-    if (lastSeq === 0) loaded();
+    let ran = false;
+    const caughtUp = (): void => {
+      ran = this.#following = true;
+      loaded();
+    };
+    if (lastSeq === 0) caughtUp();
     this.#watching = (async () => {
       try {
         for await (const e of watcher) {
           this.#apply(e.key, e.operation === 'PUT' ? e.json() : undefined, e.revision);
-          if (e.revision >= lastSeq) loaded();
+          if (e.revision >= lastSeq) caughtUp();
         }
       } catch (err) {
-        // Before the content is loaded the open fails; after, the copy stops following (wiring will report it).
+        // Before the content is loaded the open fails; after, the copy is behind until a new watch runs.
         failed(err);
       }
+      this.#following = false;
+      // One that failed before it caught up is retried by whoever started it (`open`, `#rewatch`).
+      if (ran && !this.#closed) this.#rewatch();
     })();
     await initial;
+  }
+
+  #rewatch(): void {
+    const again = async (): Promise<void> => {
+      while (!this.#closed) {
+        await new Promise((r) => setTimeout(r, REWATCH_MS));
+        if (this.#closed) return;
+        try {
+          await this.#watch();
+          return;
+        } catch {
+          // NATS is still away: try again.
+        }
+      }
+    };
+    void again();
   }
 
   /**
@@ -493,4 +555,13 @@ export class KvCatalog implements Catalog {
     await ensure(COUNTER, 2);
     if (won) this.bootstrap = bootstrapReport(options, plan.project, personal);
   }
+}
+
+/** Changes the replicas of an existing bucket's stream to the configured number. */
+async function setReplicas(nc: NatsConnection, bucket: string, replicas: number): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  const stream = `KV_${bucket}`;
+  const info = await jsm.streams.info(stream);
+  if (info.config.num_replicas !== replicas)
+    await jsm.streams.update(stream, { ...info.config, num_replicas: replicas });
 }

@@ -7,7 +7,8 @@ import type { Bootstrap } from '../catalog/file-catalog.ts';
 export function announce(
   what: string,
   url: string,
-  dataDir: string,
+  /** Where its state is, as a phrase: `data in ./data`. */
+  place: string,
   boot: Bootstrap | undefined,
   captureUrl: string = `${url}   (point a PostHog SDK's host here)`,
 ): void {
@@ -20,5 +21,5 @@ export function announce(
     ];
     process.stderr.write(`\n${lines.join('\n')}\n\n`);
   }
-  process.stderr.write(`${what} is listening on ${url} (data in ${dataDir})\n`);
+  process.stderr.write(`${what} is listening on ${url} (${place})\n`);
 }

@@ -1,5 +1,6 @@
 import { loadConfig } from '../config/config.ts';
 import { createLogger } from '../core/logger.ts';
+import { catalogPlace } from '../roles/catalog.ts';
 import { startIngestRole } from '../roles/ingest-role.ts';
 import { announce } from './announce.ts';
 import { runUntilSignal } from './run-until-signal.ts';
@@ -18,9 +19,11 @@ export async function runIngest(flags: Record<string, string | undefined>): Prom
   announce(
     'Weir ingest (health, readiness, metrics)',
     ingest.url,
-    config.dataDir,
+    `data in ${config.dataDir}${config.catalog === 'nats' ? `, catalog in ${catalogPlace(config)}` : ''}`,
     ingest.catalog.bootstrap,
-    `that of your \`weir capture --data-dir ${config.dataDir}\` processes`,
+    config.catalog === 'nats'
+      ? 'that of your `weir capture` processes'
+      : `that of your \`weir capture --data-dir ${config.dataDir}\` processes`,
   );
   return runUntilSignal(ingest, logger);
 }

@@ -7,15 +7,20 @@ commands:
   start                     run Weir: capture, ingest and store in one process (the embedded default;
                             with a NATS URL it publishes to JetStream and consumes it itself)
   capture                   HTTP capture only, publishing to NATS JetStream (needs --nats-url); reads
-                            project keys from the catalog in --data-dir; run one per core
+                            project keys from the catalog in --data-dir (or NATS KV with --catalog nats);
+                            run one per core
   ingest                    consume NATS JetStream into the store in --data-dir (needs --nats-url);
                             /_health, /_ready and /metrics on --port (default 8001)
+  query                     query, management and endpoint APIs on any machine (catalog in NATS KV:
+                            needs --nats-url, WEIR_STORE_URL and WEIR_STORE_TOKEN); port 8002
   sql [--data-dir DIR] SQL  run ClickHouse SQL on a stopped Weir's data directory; prints JSON lines
   catalog export            print the catalog as JSON: NATS KV with --nats-url, else --data-dir's file
   catalog import FILE|-     fill an empty catalog (NATS KV with --nats-url, else --data-dir's file) with it
 
-options of start, capture and ingest (each also read from its WEIR_* environment variable; see docs/configuration.md):
-  --host HOST  --port PORT  --data-dir DIR  --log-level LEVEL  --nats-url URL  --bus-ack-wait-ms MS
+options of start, capture, ingest and query (each also read from its WEIR_* environment variable; see
+docs/configuration.md):
+  --host HOST  --port PORT  --data-dir DIR  --log-level LEVEL  --nats-url URL[,URL…]  --catalog file|nats
+  --store-url URL  --bus-ack-wait-ms MS
 `;
 
 class UsageError extends Error {}
@@ -62,6 +67,12 @@ async function main(argv: string[]): Promise<number> {
       needsNats('consumes from NATS JetStream');
       const { runIngest } = await import('./ingest.ts');
       return runIngest(flags);
+    }
+    case 'query': {
+      noArguments();
+      needsNats('reads the catalog from NATS KV');
+      const { runQuery } = await import('./query.ts');
+      return runQuery(flags);
     }
     case 'catalog': {
       const { runCatalog } = await import('./catalog.ts');

@@ -9,6 +9,6 @@ export async function runStart(flags: Record<string, string | undefined>): Promi
   const config = loadConfig(process.env, flags);
   const logger = createLogger(config.logLevel);
   const weir = await startWeir(config, logger);
-  announce('Weir', weir.url, config.dataDir, weir.catalog.bootstrap);
+  announce('Weir', weir.url, `data in ${config.dataDir}`, weir.catalog.bootstrap);
   return runUntilSignal(weir, logger);
 }

@@ -30,8 +30,34 @@ export interface Config {
   readonly commitMaxRows: number;
   /** Event uuids remembered per process to drop a retried request's duplicates. @default 1000000 */
   readonly dedupWindow: number;
-  /** NATS server(s) for the JetStream bus; unset means the embedded in-process bus. */
+  /**
+   * NATS server(s) for the JetStream bus (and the KV catalog), comma-separated: the client tries them in turn
+   * and reconnects to any of them. Unset means the embedded in-process bus.
+   */
   readonly natsUrl: string | undefined;
+  /**
+   * JetStream replicas of the EVENTS stream and the KV buckets. Unset: 3 when the cluster the process connects
+   * to has three servers or more, else 1, and a stream or bucket that exists keeps the replicas it has (a
+   * process that started while a node was down never shrinks them). @default undefined (as said)
+   */
+  readonly natsReplicas: number | undefined;
+  /**
+   * Where projects, keys and endpoints live: `file` (`catalog.json` in the data directory, the embedded
+   * default) or `nats` (the KV bucket `catalogBucket`, shared by every role on any machine). @default 'file'
+   */
+  readonly catalog: 'file' | 'nats';
+  /** The NATS KV bucket of the catalog when `catalog` is `nats`. @default 'weir_catalog' */
+  readonly catalogBucket: string;
+  /**
+   * `weir query`: the URL of the process that owns the store (`weir ingest`), whose store API answers the
+   * query nodes' direct runs. @default undefined
+   */
+  readonly storeUrl: string | undefined;
+  /**
+   * The secret a query node shows the store owner's store API (`/_store/…`); the owner serves that API only
+   * when it is set, and only to requests bearing it. @default undefined (no store API)
+   */
+  readonly storeToken: string | undefined;
   /**
    * Subject partitions per lane on JetStream (`events.<lane>.<n>`): capture publishes one message per partition
    * a request's events fall in. Ingest consumes a lane whole, so more partitions only mean smaller messages,
@@ -170,6 +196,19 @@ const httpUrl: Parser<string | undefined> = (raw, name) => {
   return raw.trim();
 };
 
+/** A KV bucket name: NATS allows letters, digits, `-` and `_`. */
+const kvName: Parser<string> = (raw, name) => {
+  if (!/^[A-Za-z0-9_-]+$/.test(raw.trim()))
+    throw new ConfigError(`${name} must be letters, digits, - and _ (a NATS KV bucket name), got '${raw}'`);
+  return raw.trim();
+};
+
+/** A shared secret: long enough that guessing it is hopeless. Never echoed in an error. */
+const secret: Parser<string | undefined> = (raw, name) => {
+  if (raw.trim().length < 16) throw new ConfigError(`${name} must be at least 16 characters`);
+  return raw.trim();
+};
+
 const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
   host: { key: 'host', env: 'WEIR_HOST', flag: 'host', parse: str, default: '127.0.0.1' },
   port: { key: 'port', env: 'WEIR_PORT', flag: 'port', parse: int(0, 65535), default: 8000 },
@@ -232,6 +271,22 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     default: 1_000_000,
   },
   natsUrl: { key: 'natsUrl', env: 'WEIR_NATS_URL', flag: 'nats-url', parse: optStr, default: undefined },
+  natsReplicas: { key: 'natsReplicas', env: 'WEIR_NATS_REPLICAS', parse: int(1, 5), default: undefined },
+  catalog: {
+    key: 'catalog',
+    env: 'WEIR_CATALOG',
+    flag: 'catalog',
+    parse: oneOf(['file', 'nats'] as const),
+    default: 'file',
+  },
+  catalogBucket: {
+    key: 'catalogBucket',
+    env: 'WEIR_CATALOG_BUCKET',
+    parse: kvName,
+    default: 'weir_catalog',
+  },
+  storeUrl: { key: 'storeUrl', env: 'WEIR_STORE_URL', flag: 'store-url', parse: httpUrl, default: undefined },
+  storeToken: { key: 'storeToken', env: 'WEIR_STORE_TOKEN', parse: secret, default: undefined },
   busPartitions: { key: 'busPartitions', env: 'WEIR_BUS_PARTITIONS', parse: int(1, 1024), default: 1 },
   busCompression: {
     key: 'busCompression',

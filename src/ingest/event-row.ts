@@ -1,7 +1,7 @@
 import type { IngestionWarning } from '../core/event.ts';
 import type { Row, Values } from '../core/ports.ts';
 import type { PipelineEvent } from '../core/step.ts';
-import { chTime } from '../store/clickhouse-store.ts';
+import { chTime } from '../store/ch-time.ts';
 import { elementsChain } from './elements-chain.ts';
 
 /** The columns of an `events` row as ingest writes it (DESIGN "Store schema"), in the order of `eventValues`. */

@@ -13,7 +13,7 @@ import {
 } from '../core/property-types.ts';
 import type { Row, Store } from '../core/ports.ts';
 import type { PipelineEvent } from '../core/step.ts';
-import { chTime } from '../store/clickhouse-store.ts';
+import { chTime } from '../store/ch-time.ts';
 import { detectPropertyType } from './property-types.ts';
 
 /**
@@ -43,7 +43,8 @@ export interface PropertyDefinitionsConfig {
 }
 
 export interface PropertyDefinitionsDeps {
-  readonly store: Store;
+  /** Reads and writes of `property_definitions` (a query node's is the store owner's, over its store API). */
+  readonly store: Pick<Store, 'query' | 'insert'>;
   readonly logger: Logger;
 }
 
@@ -153,7 +154,7 @@ interface Deferred {
 }
 
 export class PropertyDefinitionRegistry implements PropertyDefinitions, PropertyCatalog {
-  readonly #store: Store;
+  readonly #store: Pick<Store, 'query' | 'insert'>;
   readonly #logger: Logger;
   readonly #reloadMs: number;
   readonly #maxDefinitions: number;
@@ -581,6 +582,11 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
     this.#projects = projects;
     this.#definitions = count;
     this.#seenPairs = 0;
+  }
+
+  /** Reads the store's definitions again now (a process whose ingest is elsewhere, after a change it asked for). */
+  reload(): Promise<void> {
+    return this.#load();
   }
 
   #scheduleReload(): void {

@@ -21,14 +21,14 @@ import { join } from 'node:path';
 import type { Teardown } from './teardown.ts';
 
 /**
- * The API of the process that owns the store and the catalog (`weir start`, `weir ingest`): management, the
- * query API, and endpoints (CRUD, runs, OpenAPI), with the run limits of the config.
+ * The API of every process that serves it (`weir start`, `weir ingest`, `weir query`): management, the query
+ * API, and endpoints (CRUD, runs, OpenAPI), with the run limits of the config.
  */
 export function mountApi(
   app: TemplatedApp,
   config: Config,
   deps: {
-    readonly catalog: Catalog;
+    readonly catalog: Catalog & { onEndpointChange?(listener: (endpointId: string) => void): void };
     readonly store: TableReader & ParquetExporter;
     readonly inFlight: InFlight;
     readonly logger: Logger;
@@ -39,6 +39,13 @@ export function mountApi(
   teardown: Teardown,
 ): { runner: EndpointRunner; materializations: Materializations } {
   const limits: QueryLimits = { ...DEFAULT_LIMITS, maxExecutionSeconds: config.queryTimeoutSeconds };
+  // A shared catalog names objects every node must read: only a shared object store (S3) serves them. A
+  // node without one neither refreshes nor serves materializations; its runs go to the raw data.
+  const materializing = config.catalog === 'file' || config.s3Bucket !== undefined;
+  if (!materializing)
+    deps.logger.warn(
+      'materializations are off on this node: with WEIR_CATALOG=nats they need WEIR_S3_BUCKET; runs go to the raw data',
+    );
   // Materializations (SPEC §4): results in object storage, served from memory by the query actor pool.
   const objects = openObjectStore(config, config.dataDir, { idleTimeoutMs: config.s3TimeoutSeconds * 1000 });
   teardown.push('close the object store', () => objects.close());
@@ -76,7 +83,8 @@ export function mountApi(
     {
       store: deps.store,
       materialized: {
-        servable: (endpoint, version) => materializations.servable(endpoint, version),
+        servable: (endpoint, version) =>
+          materializing ? materializations.servable(endpoint, version) : undefined,
         run: (request) => pool.run(request),
         unreadable: (endpoint, version, key, detail) =>
           materializations.unreadable(endpoint, version, key, detail),
@@ -86,9 +94,11 @@ export function mountApi(
     },
   );
   changed.invalidate = (id) => runner.invalidate(id);
-  materializations.start();
+  if (materializing) materializations.start();
   teardown.push('stop refreshing materializations', () => materializations.close());
   const onEndpointChanged = (id: string): void => runner.invalidate(id);
+  // Another process's change of an endpoint (a shared catalog) drops what this one cached of it too.
+  deps.catalog.onEndpointChange?.(onEndpointChanged);
   registerManagementRoutes(app, deps);
   registerPropertyDefinitionRoutes(app, deps);
   registerQueryRoutes(app, { ...deps, limits, properties: deps.propertyDefinitions });

@@ -2,11 +2,11 @@ import uWS from 'uWebSockets.js';
 import { JetStreamBus } from '../bus/jetstream/jetstream-bus.ts';
 import { CaptureService } from '../capture/capture-service.ts';
 import { registerCaptureRoutes } from '../capture/http-routes.ts';
-import { ReadOnlyFileCatalog } from '../catalog/read-only-file-catalog.ts';
 import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
 import type { Bus, ProjectKeys } from '../core/ports.ts';
+import { openProjectKeys } from './catalog.ts';
 import { InFlight } from '../http/in-flight.ts';
 import { serveRole } from './serve.ts';
 import { Teardown } from './teardown.ts';
@@ -14,14 +14,15 @@ import { Teardown } from './teardown.ts';
 /**
  * `weir capture`: HTTP capture publishing to JetStream, and nothing else — no store, no data-directory lock,
  * no chDB (this module must not import one that loads it). Stateless: run any number, one per core; on one
- * machine they may share a port. Project keys come from the owner's catalog file in `--data-dir`, read-only.
+ * machine they may share a port. Project keys come from the owner's catalog file in `--data-dir`, read-only,
+ * or with `WEIR_CATALOG=nats` from the KV bucket (any machine).
  */
 
 export interface CaptureRole {
   readonly port: number;
   readonly url: string;
   readonly metrics: Metrics;
-  readonly catalog: ReadOnlyFileCatalog;
+  readonly catalog: ProjectKeys;
   /** Stops taking requests, finishes those in progress (their publishes are acknowledged or refused), closes. */
   close(): Promise<void>;
 }
@@ -45,8 +46,8 @@ export async function startCaptureRole(config: Config, logger: Logger): Promise<
   const teardown = new Teardown(logger);
   try {
     const metrics = new Metrics();
-    const catalog = await ReadOnlyFileCatalog.open({ dataDir: config.dataDir }, logger);
-    teardown.push('stop reading the catalog', () => catalog.close());
+    const projects = await openProjectKeys(config, { metrics, logger }, teardown);
+    const catalog = projects.keys;
     const bus = await JetStreamBus.connect({ ...config, natsUrl }, { metrics, logger });
     teardown.push('close the bus', () => bus.close());
 
@@ -55,9 +56,14 @@ export async function startCaptureRole(config: Config, logger: Logger): Promise<
     const served = await serveRole(
       app,
       config,
-      { metrics, logger, inFlight, sharePort: true, isReady: () => bus.isReady() && catalog.loaded },
+      { metrics, logger, inFlight, sharePort: true, isReady: () => bus.isReady() && projects.isReady() },
       teardown,
-      { message: 'weir capture is ready', role: 'capture', natsUrl, dataDir: config.dataDir },
+      {
+        message: 'weir capture is ready',
+        role: 'capture',
+        natsUrl,
+        catalog: config.catalog === 'nats' ? `nats:${config.catalogBucket}` : config.dataDir,
+      },
     );
     return { port: served.port, url: served.url, metrics, catalog, close: served.close };
   } catch (err) {

@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { FileCatalog } from '../catalog/file-catalog.ts';
 import {
   toWire,
   type PublishItem,
@@ -14,6 +13,7 @@ import type { Logger } from '../core/logger.ts';
 import type { MetricsJson } from '../core/metrics.ts';
 import type { Bus, Project } from '../core/ports.ts';
 import { freePort } from '../http/server.ts';
+import type { RoleCatalog } from './catalog.ts';
 import type { CaptureThreadInit } from './capture-thread.ts';
 
 const ENTRY = join(import.meta.dirname, '../../bin/capture-thread.js');
@@ -45,7 +45,7 @@ export class CaptureThreads {
 
   static async start(
     config: Config,
-    deps: { bus: Bus; catalog: FileCatalog; logger: Logger; target: string },
+    deps: { bus: Bus; catalog: RoleCatalog; logger: Logger; target: string },
   ): Promise<CaptureThreads> {
     const projects = threadProjects(deps.catalog.listProjects());
     const threads: Thread[] = [];

@@ -4,14 +4,17 @@ import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
 import { InFlight } from '../http/in-flight.ts';
 import { consumeBus, openDataDir, openPropertyDefinitions, startIngest, type Weir } from './owner.ts';
+import { join } from 'node:path';
+import { registerStoreRoutes } from '../api/store-routes.ts';
 import { serveRole } from './serve.ts';
 import { mountApi } from './api.ts';
 import { Teardown } from './teardown.ts';
 
 /**
  * `weir ingest`: consumes the JetStream lanes into ingest and the store it owns, with `/_health`, `/_ready`,
- * `/metrics` and the query and management APIs (`/api/…`) on its own port. With the embedded chDB store one ingest process owns the data directory
- * (and the catalog that `weir capture` processes read).
+ * `/metrics` and the query and management APIs (`/api/…`) on its own port, and with `WEIR_STORE_TOKEN` the
+ * store API `weir query` nodes run their queries through. With the embedded chDB store one ingest process owns
+ * the data directory (and the catalog, unless it is in NATS KV).
  */
 export async function startIngestRole(config: Config, logger: Logger): Promise<Weir> {
   const natsUrl = config.natsUrl;
@@ -33,10 +36,20 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
     // The process that owns the store and the catalog also answers the query, management and endpoint APIs.
     const inFlight = new InFlight();
     mountApi(app, config, { catalog, store, inFlight, logger, metrics, propertyDefinitions }, teardown);
+    // `weir query` nodes run their queries here: the embedded engine is in this process only.
+    if (config.storeToken !== undefined)
+      registerStoreRoutes(app, {
+        store,
+        propertyDefinitions,
+        token: config.storeToken,
+        tmpDir: join(config.dataDir, 'tmp'),
+        inFlight,
+        logger,
+      });
     const served = await serveRole(
       app,
       config,
-      { metrics, logger, inFlight, isReady: () => consumers.isReady() },
+      { metrics, logger, inFlight, isReady: () => consumers.isReady() && (catalog.following ?? true) },
       teardown,
       {
         message: 'weir ingest is ready',

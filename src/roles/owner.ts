@@ -1,5 +1,4 @@
 import { IngestConsumers } from '../bus/jetstream/ingest-consumers.ts';
-import { FileCatalog } from '../catalog/file-catalog.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -9,6 +8,7 @@ import { IngestService } from '../ingest/ingest-service.ts';
 import { PropertyDefinitionRegistry } from '../ingest/property-definitions.ts';
 import { type LoggedStore, openEmbeddedStore } from '../store/logged-store.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
+import { openCatalog, type RoleCatalog } from './catalog.ts';
 import type { Teardown } from './teardown.ts';
 
 /**
@@ -20,7 +20,7 @@ import type { Teardown } from './teardown.ts';
 export interface Weir {
   readonly port: number;
   readonly url: string;
-  readonly catalog: FileCatalog;
+  readonly catalog: RoleCatalog;
   readonly metrics: Metrics;
   /** The analytical store (for tests and operator tools in the same process). */
   readonly store: Store;
@@ -29,12 +29,13 @@ export interface Weir {
 }
 
 export interface OwnedDataDir {
-  readonly catalog: FileCatalog;
+  readonly catalog: RoleCatalog;
   readonly store: LoggedStore;
 }
 
 /**
- * Locks the data directory (chDB allows one process per directory), opens the catalog and the embedded store
+ * Locks the data directory (chDB allows one process per directory), opens the catalog (`catalog.json` there,
+ * or the NATS KV bucket) and the embedded store
  * (migrated, and with what its commit log held from the last run applied). First it checks that the role's
  * port is free: a first start that failed to listen after making the catalog would have made keys that
  * nobody was shown (they are shown once, and stored hashed).
@@ -47,8 +48,7 @@ export async function openDataDir(
   await freePort(config.host, config.port);
   const lock = DataDirLock.acquire(config.dataDir);
   teardown.push('release the data directory', () => lock.release());
-  const catalog = await FileCatalog.open(config);
-  teardown.push('close the catalog', () => catalog.close());
+  const catalog = await openCatalog(config, deps, teardown);
   const store = await openEmbeddedStore(config, deps);
   teardown.push('close the store', () => store.close());
   return { catalog, store };

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Row } from '../../src/core/ports.ts';
-import { chTime } from '../../src/store/clickhouse-store.ts';
+import { chTime } from '../../src/store/ch-time.ts';
 
 /** `n` rows of the `events` table whose `event` is `tag`, each with a fresh uuid and an `i` property. */
 export function eventRows(tag: string, n: number, offset = 0): Row[] {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { isUuid, uuidv7 } from '../../src/core/uuid.ts';
-import { chTime } from '../../src/store/clickhouse-store.ts';
+import { chTime } from '../../src/store/ch-time.ts';
 
 t.test('chTime matches the ISO form for any millisecond, across days and years', (t) => {
   const samples = [

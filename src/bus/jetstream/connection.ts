@@ -13,6 +13,25 @@ export interface NatsLinkDeps {
  * it lasts, never a crash); each change of state is logged and shown on `weir_nats_connected{connection}`,
  * and `connected` is what publishing and `/_ready` consult.
  */
+/** `WEIR_NATS_URL` as the client's server list: comma-separated URLs, each tried in turn. */
+export function natsServers(url: string): string[] {
+  return url
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/**
+ * The JetStream replicas of a stream or bucket this process makes: the configured number, else 3 in a
+ * cluster of three servers or more (the servers the one it reached tells of), else 1.
+ */
+export function replicasFor(nc: NatsConnection, configured: number | undefined): number {
+  if (configured !== undefined) return configured;
+  const info = nc.info;
+  const servers = info?.cluster ? Math.max(1, info.connect_urls?.length ?? 1) : 1;
+  return servers >= 3 ? 3 : 1;
+}
+
 export class NatsLink {
   readonly nc: NatsConnection;
   readonly #name: string;
@@ -37,7 +56,7 @@ export class NatsLink {
     let nc: NatsConnection;
     try {
       nc = await connect({
-        servers: url,
+        servers: natsServers(url),
         name,
         maxReconnectAttempts: -1,
         reconnectTimeWait: 250,

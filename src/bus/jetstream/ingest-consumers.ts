@@ -3,12 +3,14 @@ import { LANES } from '../../core/event.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { EventSink } from '../embedded-bus.ts';
-import { NatsLink } from './connection.ts';
+import { NatsLink, replicasFor } from './connection.ts';
 import { LaneConsumer } from './consumer.ts';
 import { CONSUMERS, STREAM, ensureConsumers, ensureStream } from './streams.ts';
 
 export interface IngestConsumersConfig {
   readonly natsUrl: string;
+  /** JetStream replicas of the stream; undefined: worked out from the cluster (connection.ts `replicasFor`). */
+  readonly natsReplicas?: number | undefined;
   /** How long JetStream waits for ingest to acknowledge a batch before delivering it again. @default 30000 */
   readonly busAckWaitMs: number;
   /** How often consumer lag is read from JetStream for the metrics. @default 5000 */
@@ -48,7 +50,11 @@ export class IngestConsumers {
     const link = await NatsLink.open(config.natsUrl, 'consume', deps);
     try {
       const jsm = await jetstreamManager(link.nc);
-      await ensureStream(jsm, { replicas: 1, duplicateWindowMs: 120_000 });
+      await ensureStream(jsm, {
+        replicas: replicasFor(link.nc, config.natsReplicas),
+        replicasConfigured: config.natsReplicas !== undefined,
+        duplicateWindowMs: 120_000,
+      });
       await ensureConsumers(jsm, { ackWaitMs: config.busAckWaitMs });
       const consumers = LANES.map((lane) => new LaneConsumer(lane, { ackWaitMs: config.busAckWaitMs }, deps));
       for (const c of consumers) await c.start(link);

@@ -8,11 +8,13 @@ import { AppError } from '../../errors/app-error.ts';
 import { mergeByLane, settleByLane, type WaitingRequest } from '../merge-requests.ts';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { ENCODING_HEADER, batchJson, batchMessageId, encodeJson, type BusEncoding } from './codec.ts';
-import { NatsLink } from './connection.ts';
+import { NatsLink, replicasFor } from './connection.ts';
 import { ensureStream, subjectOf } from './streams.ts';
 
 export interface JetStreamBusConfig {
   readonly natsUrl: string;
+  /** JetStream replicas of the stream; undefined: worked out from the cluster (connection.ts `replicasFor`). */
+  readonly natsReplicas?: number | undefined;
   /** Subject partitions per lane: `events.<lane>.<0..N-1>`. */
   readonly busPartitions: number;
   /** Whether large messages are deflated (codec.ts). */
@@ -77,7 +79,11 @@ export class JetStreamBus implements Bus {
   static async connect(config: JetStreamBusConfig, deps: JetStreamBusDeps): Promise<JetStreamBus> {
     const link = await NatsLink.open(config.natsUrl, 'publish', deps);
     try {
-      await ensureStream(await jetstreamManager(link.nc), { replicas: 1, duplicateWindowMs: 120_000 });
+      await ensureStream(await jetstreamManager(link.nc), {
+        replicas: replicasFor(link.nc, config.natsReplicas),
+        replicasConfigured: config.natsReplicas !== undefined,
+        duplicateWindowMs: 120_000,
+      });
     } catch (err) {
       await link.close();
       throw err;

@@ -23,8 +23,13 @@ export const CONSUMERS: Readonly<Record<Lane, { durable: string; filter: string;
 };
 
 export interface StreamOptions {
-  /** R1 on one server, R3 in a cluster. */
+  /** R1 on one server, R3 in a cluster (connection.ts `replicasFor`). */
   readonly replicas: number;
+  /**
+   * Whether `replicas` was configured: only then is an existing stream changed to it. A number worked out
+   * from the cluster as this process saw it (a node may be down) never shrinks a stream.
+   */
+  readonly replicasConfigured: boolean;
   /** How long a retried publish (same Nats-Msg-Id) is recognised as a duplicate. */
   readonly duplicateWindowMs: number;
 }
@@ -44,7 +49,8 @@ export async function ensureStream(jsm: JetStreamManager, options: StreamOptions
     duplicate_window: nanos(options.duplicateWindowMs),
   };
   try {
-    await jsm.streams.info(STREAM);
+    const info = await jsm.streams.info(STREAM);
+    if (!options.replicasConfigured) config.num_replicas = info.config.num_replicas;
     await jsm.streams.update(STREAM, config);
   } catch (err) {
     if (!isNotFound(err)) throw err;

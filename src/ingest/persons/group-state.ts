@@ -1,5 +1,5 @@
 import type { Row, Store } from '../../core/ports.ts';
-import { chTime } from '../../store/clickhouse-store.ts';
+import { chTime } from '../../store/ch-time.ts';
 import type { BatchWriter } from '../batch-writer.ts';
 import { BatchedLoader } from './batched-loader.ts';
 import { GroupTypes, type GroupTypeIndexes } from './group-types.ts';

@@ -1,5 +1,5 @@
 import type { Row, Store } from '../../core/ports.ts';
-import { chTime } from '../../store/clickhouse-store.ts';
+import { chTime } from '../../store/ch-time.ts';
 import type { Person } from './person-cache.ts';
 import { STATE_READ } from './state-writes.ts';
 

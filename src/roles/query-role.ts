@@ -1,0 +1,76 @@
+import uWS from 'uWebSockets.js';
+import { ConfigError, type Config } from '../config/config.ts';
+import type { Logger } from '../core/logger.ts';
+import { Metrics } from '../core/metrics.ts';
+import { InFlight } from '../http/in-flight.ts';
+import { RemoteStore } from '../store/remote-store.ts';
+import { mountApi } from './api.ts';
+import { openCatalog, type RoleCatalog } from './catalog.ts';
+import { RemotePropertyDefinitions } from './remote-properties.ts';
+import { serveRole } from './serve.ts';
+import { Teardown } from './teardown.ts';
+
+/**
+ * `weir query`: the query API, the management API and endpoint runs, on any machine and in any number. It
+ * keeps no state of its own: the catalog is the NATS KV bucket every node shares, direct runs go to the store
+ * owner's store API (`WEIR_STORE_URL`: the one `weir ingest` of the embedded store), materialized runs come
+ * from S3 into this node's query actor pool, and a materialization refresh is claimed in the catalog, so one
+ * node of all refreshes a version. This module loads no engine (no chDB).
+ */
+export interface QueryRole {
+  readonly port: number;
+  readonly url: string;
+  readonly catalog: RoleCatalog;
+  readonly metrics: Metrics;
+  /** Stops taking requests, finishes those in progress, stops refreshing, closes. */
+  close(): Promise<void>;
+}
+
+export async function startQueryRole(config: Config, logger: Logger): Promise<QueryRole> {
+  if (config.catalog !== 'nats')
+    throw new ConfigError('weir query serves the catalog every node shares: set WEIR_CATALOG=nats');
+  const { natsUrl, storeUrl, storeToken } = config;
+  if (natsUrl === undefined)
+    throw new ConfigError('weir query reads the catalog from NATS KV: set WEIR_NATS_URL or --nats-url');
+  if (storeUrl === undefined || storeToken === undefined)
+    throw new ConfigError(
+      "weir query runs queries on the store owner's store API: set WEIR_STORE_URL (the weir ingest URL) and WEIR_STORE_TOKEN (the token weir ingest has)",
+    );
+  const teardown = new Teardown(logger);
+  try {
+    const metrics = new Metrics();
+    const catalog = await openCatalog(config, { metrics, logger }, teardown);
+    const queryMs = config.queryTimeoutSeconds * 1000;
+    const store = new RemoteStore({
+      url: storeUrl,
+      token: storeToken,
+      // The run's own limit is enforced by the engine and the runner; these only bound a silent owner.
+      timeoutMs: queryMs + 10_000,
+      exportTimeoutMs: queryMs * 10 + 30_000,
+    });
+    const propertyDefinitions = new RemotePropertyDefinitions({ store, logger });
+    propertyDefinitions.start();
+    teardown.push('stop reading the property definitions', () => propertyDefinitions.close());
+
+    const app = uWS.App();
+    const inFlight = new InFlight();
+    mountApi(app, config, { catalog, store, inFlight, logger, metrics, propertyDefinitions }, teardown);
+    const served = await serveRole(
+      app,
+      config,
+      {
+        metrics,
+        logger,
+        inFlight,
+        // Query nodes are alike: several on one machine may share the port, as capture processes do.
+        sharePort: true,
+        isReady: () => (catalog.following ?? true) && propertyDefinitions.loaded,
+      },
+      teardown,
+      { message: 'weir query is ready', role: 'query', natsUrl, storeUrl, bucket: config.catalogBucket },
+    );
+    return { port: served.port, url: served.url, catalog, metrics, close: served.close };
+  } catch (err) {
+    return teardown.abandon(err);
+  }
+}
