@@ -2,6 +2,9 @@
 import type { Test } from 'tap';
 import { PERSONAL_API_KEY, request, type HttpResult, type TestWeir } from './weir.ts';
 
+/** Whatever serves the API: a test Weir, or a role (a `weir query` node) reached by its URL. */
+export type Served = Pick<TestWeir, 'url'>;
+
 export interface CallOptions {
   readonly project?: number;
   /** A personal API key; '' sends no Authorization header. */
@@ -12,7 +15,7 @@ export interface CallOptions {
 
 /** `method` on `P/endpoints/<path>`; a body that is not a string is sent as JSON. */
 export function endpointsApi(
-  w: TestWeir,
+  w: Served,
   method: string,
   path: string,
   body?: unknown,
@@ -50,7 +53,7 @@ export interface EndpointBody {
 
 /** Creates an endpoint that must be created. */
 export async function createEndpoint(
-  w: TestWeir,
+  w: Served,
   body: Record<string, unknown>,
   options: CallOptions = {},
 ): Promise<EndpointBody> {
@@ -81,7 +84,7 @@ export interface RunBody {
 
 /** Runs an endpoint: POST with `body` as JSON, or GET with `query` as the query string. */
 export function runEndpoint(
-  w: TestWeir,
+  w: Served,
   name: string,
   body?: unknown,
   options: CallOptions & { readonly method?: 'GET' | 'POST'; readonly query?: string } = {},
@@ -92,7 +95,7 @@ export function runEndpoint(
 
 /** The body of a run that must succeed. */
 export async function runOk(
-  w: TestWeir,
+  w: Served,
   name: string,
   body?: unknown,
   options: CallOptions & { readonly method?: 'GET' | 'POST'; readonly query?: string } = {},

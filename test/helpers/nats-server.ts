@@ -45,14 +45,18 @@ function canConnect(port: number): Promise<boolean> {
 }
 
 export async function startNatsServer(): Promise<NatsServer> {
-  const port = await freePort();
+  return startNode(await freePort(), []);
+}
+
+/** One `nats-server -js` on `port` with a store of its own, and `extra` arguments (a cluster's). */
+async function startNode(port: number, extra: readonly string[]): Promise<NatsServer> {
   const storeDir = mkdtempSync(join(tmpdir(), 'weir-nats-'));
   let child: ChildProcess | undefined;
   let log = '';
 
   const start = async (): Promise<void> => {
     log = '';
-    child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
+    child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir, ...extra], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
@@ -96,4 +100,73 @@ export async function startNatsServer(): Promise<NatsServer> {
       rmSync(storeDir, { recursive: true, force: true });
     },
   };
+}
+
+export interface NatsCluster {
+  /** Every node's client URL, comma-separated (`WEIR_NATS_URL` takes them so). */
+  readonly url: string;
+  readonly nodes: readonly NatsServer[];
+  /** Stops every node and removes their stores. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `size` real `nats-server -js` nodes on loopback forming one cluster (routes to each other, a store
+ * directory each), and waits until JetStream has a meta leader, so streams with `size` replicas can be made.
+ * Each node can be stopped and restarted on its ports and store, as a single server can.
+ */
+export async function startNatsCluster(size = 3): Promise<NatsCluster> {
+  const ports = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const routes = routePorts.map((p) => `nats://127.0.0.1:${p}`).join(',');
+  const nodes: NatsServer[] = [];
+  try {
+    for (let i = 0; i < size; i++) {
+      nodes.push(
+        await startNode(ports[i]!, [
+          '-n',
+          `weir-test-${i}`,
+          '--cluster_name',
+          'weir-test',
+          '--cluster',
+          `nats://127.0.0.1:${routePorts[i]}`,
+          '--routes',
+          routes,
+        ]),
+      );
+    }
+    await waitForMetaLeader(ports[0]!);
+  } catch (err) {
+    await Promise.all(nodes.map((n) => n.close()));
+    throw err;
+  }
+  return {
+    url: nodes.map((n) => n.url).join(','),
+    nodes,
+    async close() {
+      await Promise.all(nodes.map((n) => n.close()));
+    },
+  };
+}
+
+/** Polls until the cluster's JetStream answers an API call (it refuses them until it has a meta leader). */
+async function waitForMetaLeader(port: number): Promise<void> {
+  const { connect } = await import('@nats-io/transport-node');
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const nc = await connect({ servers: `127.0.0.1:${port}` });
+  try {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        await (await jetstreamManager(nc, { timeout: 2000 })).getAccountInfo();
+        return;
+      } catch (err) {
+        if (Date.now() > deadline)
+          throw new Error('the NATS cluster has no JetStream leader', { cause: err });
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  } finally {
+    await nc.close();
+  }
 }

@@ -1,13 +1,6 @@
 /** Calling the query API of a test Weir. */
-import {
-  PERSONAL_API_KEY,
-  PROJECT_API_KEY,
-  post,
-  request,
-  waitFor,
-  type HttpResult,
-  type TestWeir,
-} from './weir.ts';
+import { PERSONAL_API_KEY, PROJECT_API_KEY, post, request, waitFor, type HttpResult } from './weir.ts';
+import type { Served } from './endpoints.ts';
 
 export interface QueryBody {
   results: unknown[][];
@@ -26,13 +19,13 @@ export interface QueryOptions {
   readonly prefix?: string;
 }
 
-export function queryApi(w: TestWeir, sql: string, options: QueryOptions = {}): Promise<HttpResult> {
+export function queryApi(w: Served, sql: string, options: QueryOptions = {}): Promise<HttpResult> {
   const query: Record<string, unknown> = { kind: 'HogQLQuery', query: sql };
   if (options.variables) query['variables'] = options.variables;
   return rawQuery(w, { query }, options);
 }
 
-export function rawQuery(w: TestWeir, body: unknown, options: QueryOptions = {}): Promise<HttpResult> {
+export function rawQuery(w: Served, body: unknown, options: QueryOptions = {}): Promise<HttpResult> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   const key = options.key ?? PERSONAL_API_KEY;
   if (key) headers['authorization'] = `Bearer ${key}`;
@@ -44,17 +37,17 @@ export function rawQuery(w: TestWeir, body: unknown, options: QueryOptions = {})
 }
 
 /** The results of a query that must succeed. */
-export async function rows(w: TestWeir, sql: string, options: QueryOptions = {}): Promise<unknown[][]> {
+export async function rows(w: Served, sql: string, options: QueryOptions = {}): Promise<unknown[][]> {
   return (await ok(w, sql, options)).results;
 }
 
-export async function ok(w: TestWeir, sql: string, options: QueryOptions = {}): Promise<QueryBody> {
+export async function ok(w: Served, sql: string, options: QueryOptions = {}): Promise<QueryBody> {
   const res = await queryApi(w, sql, options);
   if (res.status !== 200) throw new Error(`query failed: ${res.status} ${res.text}\n${sql}`);
   return res.json as QueryBody;
 }
 
-export async function createProject(w: TestWeir, name: string): Promise<number> {
+export async function createProject(w: Served, name: string): Promise<number> {
   const res = await request(`${w.url}/api/projects/`, {
     method: 'POST',
     headers: { authorization: `Bearer ${PERSONAL_API_KEY}` },
@@ -65,7 +58,7 @@ export async function createProject(w: TestWeir, name: string): Promise<number> 
 }
 
 export async function createKey(
-  w: TestWeir,
+  w: Served,
   body: { scopes: string[]; projects: number[] | '*'; label?: string },
 ): Promise<{ id: string; value: string }> {
   const res = await request(`${w.url}/api/personal_api_keys/`, {
@@ -81,7 +74,7 @@ export async function createKey(
  * Captures a batch of events into an empty project 1 (as a historical import, so spike detection leaves it
  * whole) and waits until a query sees every one of them.
  */
-export async function captureAll(w: TestWeir, batch: readonly Record<string, unknown>[]): Promise<void> {
+export async function captureAll(w: Served, batch: readonly Record<string, unknown>[]): Promise<void> {
   const res = await post(
     `${w.url}/batch/`,
     JSON.stringify({ api_key: PROJECT_API_KEY, historical_migration: true, batch }),

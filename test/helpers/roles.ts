@@ -10,7 +10,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { PERSONAL_API_KEY, PROJECT_API_KEY, waitFor, weirSql } from './weir.ts';
 
-export type RoleCommand = 'start' | 'capture' | 'ingest';
+export type RoleCommand = 'start' | 'capture' | 'ingest' | 'query';
 
 export interface RoleProcess {
   readonly command: RoleCommand;
