@@ -66,3 +66,33 @@ t.test('every setting has a row in the configuration table of docs/configuration
   }
   t.end();
 });
+
+t.test('the shared catalog, the store API and the NATS servers are settings, checked', (t) => {
+  const d = loadConfig({});
+  t.equal(d.catalog, 'file', 'the embedded default keeps catalog.json');
+  t.equal(d.catalogBucket, 'weir_catalog');
+  t.equal(d.natsReplicas, undefined, 'replicas follow the cluster unless set');
+  t.equal(d.storeUrl, undefined);
+  t.equal(d.storeToken, undefined);
+  const c = loadConfig(
+    {
+      WEIR_CATALOG_BUCKET: 'team_a',
+      WEIR_NATS_REPLICAS: '3',
+      WEIR_STORE_TOKEN: 'a-long-enough-secret',
+    },
+    { catalog: 'nats', 'store-url': 'http://ingest:8001' },
+  );
+  t.equal(c.catalog, 'nats');
+  t.equal(c.catalogBucket, 'team_a');
+  t.equal(c.natsReplicas, 3);
+  t.equal(c.storeUrl, 'http://ingest:8001');
+  t.equal(c.storeToken, 'a-long-enough-secret');
+  t.throws(() => loadConfig({ WEIR_CATALOG: 'redis' }), /WEIR_CATALOG must be one of file, nats/);
+  t.throws(() => loadConfig({ WEIR_CATALOG_BUCKET: 'a.b' }), /NATS KV bucket name/);
+  t.throws(() => loadConfig({ WEIR_NATS_REPLICAS: '7' }), /between 1 and 5/);
+  t.throws(() => loadConfig({ WEIR_STORE_URL: 'ingest:8001' }), /http or https URL|must be a URL/);
+  const short = t.throws(() => loadConfig({ WEIR_STORE_TOKEN: 'short-secret' })) as Error;
+  t.match(short.message, /at least 16 characters/);
+  t.notMatch(short.message, /short-secret/, 'a secret is never echoed');
+  t.end();
+});
