@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { CatalogState, type CatalogSnapshot } from '../catalog/catalog-state.ts';
 import { writeAtomically } from '../catalog/file-catalog.ts';
-import { CATALOG_BUCKET, KvCatalog } from '../catalog/kv-catalog.ts';
-import { loadConfig } from '../config/config.ts';
+import { KvCatalog } from '../catalog/kv-catalog.ts';
+import { natsServers, replicasFor } from '../bus/jetstream/connection.ts';
+import { loadConfig, type Config } from '../config/config.ts';
 
 /**
  * `weir catalog export` prints a catalog as JSON (the file catalog's own format: keys as hashes, never their
@@ -29,7 +30,7 @@ export async function runCatalog(
     Object.fromEntries(Object.entries(flags).filter(([, v]) => v !== undefined)),
   );
   if (action === 'export' && rest.length === 0) {
-    const snapshot = config.natsUrl ? await fromKv(config.natsUrl) : await fromFile(config.dataDir);
+    const snapshot = config.natsUrl ? await fromKv(config.natsUrl, config) : await fromFile(config.dataDir);
     process.stdout.write(`${JSON.stringify(snapshot, null, 2)}\n`);
     return 0;
   }
@@ -37,7 +38,7 @@ export async function runCatalog(
     const text = rest[0] === '-' ? await readStdin() : await readFile(rest[0]!, 'utf8');
     const snapshot = readExport(text);
     const where = config.natsUrl
-      ? await toKv(config.natsUrl, snapshot)
+      ? await toKv(config.natsUrl, config, snapshot)
       : await toFile(config.dataDir, snapshot);
     process.stderr.write(
       `imported ${snapshot.projects.length} projects, ${snapshot.personalApiKeys.length} keys and ${snapshot.endpoints.length} endpoints into ${where}\n`,
@@ -83,18 +84,19 @@ async function toFile(dataDir: string, snapshot: CatalogSnapshot): Promise<strin
   return path;
 }
 
-async function fromKv(url: string): Promise<CatalogSnapshot> {
-  const nc = await connect({ servers: url, name: 'weir catalog export' });
+async function fromKv(url: string, config: Config): Promise<CatalogSnapshot> {
+  const bucket = config.catalogBucket;
+  const nc = await connect({ servers: natsServers(url), name: 'weir catalog export' });
   try {
     // Opening an empty bucket would bootstrap it: an export must read what is there, so check first.
     const { Kvm } = await import('@nats-io/kv');
     const kvs = new Kvm(nc);
     const names: string[] = [];
     for await (const status of kvs.list()) names.push(status.bucket);
-    if (!names.includes(CATALOG_BUCKET))
-      throw new Error(`NATS at ${url} has no catalog bucket '${CATALOG_BUCKET}'`);
+    if (!names.includes(bucket)) throw new Error(`NATS at ${url} has no catalog bucket '${bucket}'`);
     const catalog = await KvCatalog.open(nc, {
-      bucket: CATALOG_BUCKET,
+      bucket,
+      bootstrap: false,
       bootstrapProjectApiKey: undefined,
       bootstrapPersonalApiKey: undefined,
     });
@@ -108,11 +110,12 @@ async function fromKv(url: string): Promise<CatalogSnapshot> {
   }
 }
 
-async function toKv(url: string, snapshot: CatalogSnapshot): Promise<string> {
-  const nc = await connect({ servers: url, name: 'weir catalog import' });
+async function toKv(url: string, config: Config, snapshot: CatalogSnapshot): Promise<string> {
+  const bucket = config.catalogBucket;
+  const nc = await connect({ servers: natsServers(url), name: 'weir catalog import' });
   try {
-    await KvCatalog.importSnapshot(nc, { bucket: CATALOG_BUCKET }, snapshot);
-    return `the NATS KV bucket '${CATALOG_BUCKET}' at ${url}`;
+    await KvCatalog.importSnapshot(nc, { bucket, replicas: replicasFor(nc, config.natsReplicas) }, snapshot);
+    return `the NATS KV bucket '${bucket}' at ${url}`;
   } finally {
     await nc.close();
   }
