@@ -45,6 +45,11 @@ export interface KvCatalogOptions {
    * no one to show the keys to, so it waits for a query or ingest process to do it. @default true
    */
   readonly bootstrap?: boolean;
+  /**
+   * Whether the connection is up now. The watch survives a reconnect by itself (it resumes where it was), so
+   * while the server is away only the connection tells that the copy may be behind. @default always
+   */
+  readonly connected?: () => boolean;
   readonly bootstrapProjectApiKey: string | undefined;
   readonly bootstrapPersonalApiKey: string | undefined;
 }
@@ -108,8 +113,11 @@ export class KvCatalog implements Catalog {
   /** Set on the open whose bootstrap plan was used. */
   bootstrap: Bootstrap | undefined;
 
-  private constructor(kv: KV) {
+  readonly #connected: () => boolean;
+
+  private constructor(kv: KV, connected: () => boolean) {
     this.#kv = kv;
+    this.#connected = connected;
   }
 
   get revision(): number {
@@ -124,7 +132,7 @@ export class KvCatalog implements Catalog {
     const kv = await new Kvm(nc).create(options.bucket, { replicas: options.replicas ?? 1, history: 1 });
     if (options.replicasConfigured && options.replicas !== undefined)
       await setReplicas(nc, options.bucket, options.replicas);
-    const catalog = new KvCatalog(kv);
+    const catalog = new KvCatalog(kv, options.connected ?? (() => true));
     await catalog.#watch();
     if (catalog.#records.get(COUNTER)?.value === undefined && (options.bootstrap ?? true))
       await catalog.#bootstrap(options);
@@ -132,11 +140,11 @@ export class KvCatalog implements Catalog {
   }
 
   /**
-   * Whether the copy in memory follows the bucket: false from a failure of the watch (a NATS outage) until
-   * the watch is running again. The roles' `/_ready` says so.
+   * Whether the copy in memory follows the bucket: false while the connection is down, and from a failure of
+   * the watch until it runs again. The roles' `/_ready` says so.
    */
   get following(): boolean {
-    return this.#following;
+    return this.#following && this.#connected();
   }
 
   /**

@@ -79,6 +79,7 @@ async function openKvCatalog(
     replicas: replicasFor(link.nc, config.natsReplicas),
     replicasConfigured: config.natsReplicas !== undefined,
     bootstrap,
+    connected: () => link.connected,
     bootstrapProjectApiKey: config.bootstrapProjectApiKey,
     bootstrapPersonalApiKey: config.bootstrapPersonalApiKey,
   });

@@ -258,4 +258,17 @@ if (s3) {
       t.equal(served.endpoint_materialized, true, 'a materialized run needs no store either');
     },
   );
+
+  t.test('NATS away: a query node is not ready, and is again when NATS is back', async (t) => {
+    const ready = async (): Promise<number> => (await request(`${b.url}/_ready`)).status;
+    t.equal(await ready(), 200);
+    await nats.stop();
+    await waitFor(async () => ((await ready()) === 503 ? true : undefined), 10_000, 'not ready');
+    await nats.restart();
+    await waitFor(async () => ((await ready()) === 200 ? true : undefined), 20_000, 'ready again');
+    const list = await request(`${b.url}/api/projects/`, {
+      headers: { authorization: `Bearer ${PERSONAL_API_KEY}` },
+    });
+    t.equal(list.status, 200);
+  });
 }
