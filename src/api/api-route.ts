@@ -59,6 +59,8 @@ export interface ApiRouteDeps {
 export interface ApiRouteOptions {
   /** Remembers the answers handlers mark with `holds`, by request (response-memo.ts). */
   readonly memo?: ResponseMemo;
+  /** Largest body the route reads. @default MAX_API_BODY_BYTES */
+  readonly maxBodyBytes?: number;
 }
 
 /**
@@ -86,6 +88,7 @@ export function apiRoute(
         withBody: WITH_BODY.has(method),
         handler,
         memo: options.memo,
+        maxBodyBytes: options.maxBodyBytes ?? MAX_API_BODY_BYTES,
       };
       app[method](pattern, (res, req) => handle(res, req, route, deps));
     }
@@ -104,6 +107,7 @@ interface Route {
   readonly withBody: boolean;
   readonly handler: ApiHandler;
   readonly memo: ResponseMemo | undefined;
+  readonly maxBodyBytes: number;
 }
 
 function handle(res: HttpResponse, req: HttpRequest, route: Route, deps: ApiRouteDeps): void {
@@ -138,10 +142,15 @@ function handle(res: HttpResponse, req: HttpRequest, route: Route, deps: ApiRout
     return;
   }
   // uWS wants the body handler attached before this function returns; it answers from uWS's callback.
-  onBody(reply, req.getHeader('content-length'), MAX_API_BODY_BYTES, (err, body) => {
+  onBody(reply, req.getHeader('content-length'), route.maxBodyBytes, (err, body) => {
     if (err) {
       if (err instanceof BodyTooLargeError) {
-        fail(reply, new AppError('payload_too_large', { detail: 'The body is larger than 1 MiB.' }), deps);
+        const mib = route.maxBodyBytes / (1024 * 1024);
+        fail(
+          reply,
+          new AppError('payload_too_large', { detail: `The body is larger than ${mib} MiB.` }),
+          deps,
+        );
       } else if (err instanceof AppError) fail(reply, err, deps);
       // else the client went away: there is no one to answer
       deps.inFlight.end();

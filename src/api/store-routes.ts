@@ -45,6 +45,12 @@ export interface StoreRoutesDeps {
 
 export const STORE_API = '/_store';
 
+/**
+ * Largest request of a query node: a query's printed SQL is at most 256 KiB (ClickHouse's max_query_size),
+ * but its parameters come from variables a public request may carry up to 1 MiB of.
+ */
+const MAX_STORE_BODY_BYTES = 8 * 1024 * 1024;
+
 export function registerStoreRoutes(app: TemplatedApp, deps: StoreRoutesDeps): void {
   const expected = digest(`Bearer ${deps.token}`);
   const authorised = (req: ApiRequest): void => {
@@ -56,70 +62,95 @@ export function registerStoreRoutes(app: TemplatedApp, deps: StoreRoutesDeps): v
   };
   let nextFile = 0;
 
-  apiRoute(app, deps, `${STORE_API}/table`, {
-    post: (req) => {
-      authorised(req);
-      const q = readQuery(req.body);
-      return engine(() => deps.store.queryTable(q.sql, q.params, { maxWaitMs: q.maxWaitMs })).then((r) =>
-        'status' in r ? r : { status: 200, body: r },
-      );
-    },
-  });
-  apiRoute(app, deps, `${STORE_API}/rows`, {
-    post: (req) => {
-      authorised(req);
-      const q = readQuery(req.body);
-      return engine(() => deps.store.query(q.sql, q.params)).then((r) =>
-        'status' in r ? r : { status: 200, body: { rows: r } },
-      );
-    },
-  });
-  apiRoute(app, deps, `${STORE_API}/parquet`, {
-    post: async (req) => {
-      authorised(req);
-      const q = readQuery(req.body);
-      await mkdir(deps.tmpDir, { recursive: true });
-      const file = join(deps.tmpDir, `store-api-${process.pid}-${++nextFile}.parquet`);
-      try {
-        const done = await engine(() =>
-          deps.store.exportParquet(q.sql, q.params, file, { maxWaitMs: q.maxWaitMs }),
+  const options = { maxBodyBytes: MAX_STORE_BODY_BYTES };
+  apiRoute(
+    app,
+    deps,
+    `${STORE_API}/table`,
+    {
+      post: (req) => {
+        authorised(req);
+        const q = readQuery(req.body);
+        return engine(() => deps.store.queryTable(q.sql, q.params, { maxWaitMs: q.maxWaitMs })).then((r) =>
+          'status' in r ? r : { status: 200, body: r },
         );
-        if (done !== undefined && 'status' in done) return done;
-        // Whole in memory while it is sent: a materialization is held whole by the query nodes too.
-        const data = await readFile(file);
-        return { status: 200, bytes: { data, contentType: 'application/vnd.apache.parquet' } };
-      } finally {
-        await rm(file, { force: true });
-      }
+      },
     },
-  });
-  apiRoute(app, deps, `${STORE_API}/property-type`, {
-    post: async (req) => {
-      authorised(req);
-      const body = objectBody(req.body, ['projectId', 'type', 'name', 'propertyType']);
-      const projectId = body['projectId'];
-      const type = body['type'];
-      const name = body['name'];
-      const propertyType = body['propertyType'];
-      if (
-        typeof projectId !== 'number' ||
-        !Number.isSafeInteger(projectId) ||
-        !PROPERTY_PARENTS.includes(type as PropertyParent) ||
-        typeof name !== 'string' ||
-        !PROPERTY_TYPES.includes(propertyType as PropertyType)
-      )
-        throw new AppError('invalid_input', {
-          detail: 'A property type change is {projectId, type, name, propertyType}.',
-        });
-      const definition = await deps.propertyDefinitions.setType(
-        projectId,
-        type as PropertyParent,
-        name,
-        propertyType as PropertyType,
-      );
-      return { status: 200, body: { definition: definition ?? null } };
+    options,
+  );
+  apiRoute(
+    app,
+    deps,
+    `${STORE_API}/rows`,
+    {
+      post: (req) => {
+        authorised(req);
+        const q = readQuery(req.body);
+        return engine(() => deps.store.query(q.sql, q.params)).then((r) =>
+          'status' in r ? r : { status: 200, body: { rows: r } },
+        );
+      },
     },
-  });
+    options,
+  );
+  apiRoute(
+    app,
+    deps,
+    `${STORE_API}/parquet`,
+    {
+      post: async (req) => {
+        authorised(req);
+        const q = readQuery(req.body);
+        await mkdir(deps.tmpDir, { recursive: true });
+        const file = join(deps.tmpDir, `store-api-${process.pid}-${++nextFile}.parquet`);
+        try {
+          const done = await engine(() =>
+            deps.store.exportParquet(q.sql, q.params, file, { maxWaitMs: q.maxWaitMs }),
+          );
+          if (done !== undefined && 'status' in done) return done;
+          // Whole in memory while it is sent: a materialization is held whole by the query nodes too.
+          const data = await readFile(file);
+          return { status: 200, bytes: { data, contentType: 'application/vnd.apache.parquet' } };
+        } finally {
+          await rm(file, { force: true });
+        }
+      },
+    },
+    options,
+  );
+  apiRoute(
+    app,
+    deps,
+    `${STORE_API}/property-type`,
+    {
+      post: async (req) => {
+        authorised(req);
+        const body = objectBody(req.body, ['projectId', 'type', 'name', 'propertyType']);
+        const projectId = body['projectId'];
+        const type = body['type'];
+        const name = body['name'];
+        const propertyType = body['propertyType'];
+        if (
+          typeof projectId !== 'number' ||
+          !Number.isSafeInteger(projectId) ||
+          !PROPERTY_PARENTS.includes(type as PropertyParent) ||
+          typeof name !== 'string' ||
+          !PROPERTY_TYPES.includes(propertyType as PropertyType)
+        )
+          throw new AppError('invalid_input', {
+            detail: 'A property type change is {projectId, type, name, propertyType}.',
+          });
+        const definition = await deps.propertyDefinitions.setType(
+          projectId,
+          type as PropertyParent,
+          name,
+          propertyType as PropertyType,
+        );
+        return { status: 200, body: { definition: definition ?? null } };
+      },
+    },
+    options,
+  );
 }
 
 interface StoreQuery {
