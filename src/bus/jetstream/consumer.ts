@@ -8,6 +8,13 @@ import type { NatsLink } from './connection.ts';
 import { CONSUMERS, STREAM } from './streams.ts';
 
 const ACK_TIMEOUT_MS = 2000;
+/**
+ * How long one pull request lives (the client sends heartbeats at half of it and pulls again after two
+ * missed). The client's 30 s default held a lane still for 30-40 s when the cluster node leading its consumer
+ * stopped (the pull was lost with it, and ingest's own connection stayed up); at 5 s it is pulled again
+ * within ~5 s, for one idle request per lane every 5 s.
+ */
+const PULL_EXPIRES_MS = 5000;
 /** How long a message in an unknown format waits before it is offered again. */
 const UNKNOWN_FORMAT_DELAY_MS = 30_000;
 
@@ -58,8 +65,9 @@ export class LaneConsumer {
     this.#link = link;
     const spec = CONSUMERS[this.#lane];
     const consumer = await jetstream(link.nc).consumers.get(STREAM, spec.durable);
-    this.#messages = await consumer.consume({ max_messages: spec.maxAckPending });
+    this.#messages = await consumer.consume({ max_messages: spec.maxAckPending, expires: PULL_EXPIRES_MS });
     this.#loop = this.#run(this.#messages);
+    void this.#watchStatus(this.#messages);
     this.#heartbeat = setInterval(
       () => {
         for (const m of this.#inFlight.values()) m.working();
@@ -67,6 +75,27 @@ export class LaneConsumer {
       Math.max(100, Math.floor(this.#config.ackWaitMs / 3)),
     );
     this.#heartbeat.unref();
+  }
+
+  /** Says when pulls go unanswered (a node lost, a consumer moving): otherwise a stalled lane is silent. */
+  async #watchStatus(messages: ConsumerMessages): Promise<void> {
+    try {
+      for await (const s of messages.status()) {
+        if (s.type === 'heartbeats_missed')
+          this.#deps.logger.warn(
+            { lane: this.#lane, missed: s.count },
+            'bus consumer heartbeats missed; pulling again',
+          );
+        else if (
+          s.type === 'consumer_not_found' ||
+          s.type === 'consumer_deleted' ||
+          s.type === 'stream_not_found'
+        )
+          this.#deps.logger.error({ lane: this.#lane, status: s.type }, 'bus consumer unavailable; retrying');
+      }
+    } catch {
+      // The iterator ends with the consumer; nothing left to report.
+    }
   }
 
   async #run(messages: ConsumerMessages): Promise<void> {
