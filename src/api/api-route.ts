@@ -27,6 +27,8 @@ export interface ApiRequest {
   readonly query: URLSearchParams;
   /** `Authorization` header value ('' when absent). */
   readonly authorization: string;
+  /** `If-Match` header value ('' when absent): the ETag(s) a change is conditional on. */
+  readonly ifMatch: string;
   /** The URL the client called, up to the path (`http://host:port`), from `Host` and `X-Forwarded-*`. */
   readonly origin: string;
   /** The JSON body, or undefined for an empty one (and on methods without a body). */
@@ -39,6 +41,8 @@ export interface ApiResponse {
   readonly body?: unknown;
   /** A body already serialised as JSON, sent as it is (instead of `body`). */
   readonly json?: string | Buffer;
+  /** Headers sent with the answer (an `ETag`). */
+  readonly headers?: Readonly<Record<string, string>>;
   /** A body that is not JSON, sent as it is with its content type (instead of `body` or `json`). */
   readonly bytes?: { readonly data: Buffer; readonly contentType: string };
   /**
@@ -132,6 +136,7 @@ function handle(res: HttpResponse, req: HttpRequest, route: Route, deps: ApiRout
     params,
     rawQuery ? new URLSearchParams(rawQuery) : NO_QUERY,
     authorization,
+    req.getHeader('if-match'),
     req.getHeader('host'),
     req.getHeader('x-forwarded-proto'),
     req.getHeader('x-forwarded-host'),
@@ -222,11 +227,16 @@ function sendResponse(
     route.memo!.set(memoKey, { json: response.json, holds: response.holds });
   }
   try {
-    if (response.status === 204) reply.send(204, undefined);
-    else if (response.json !== undefined) reply.send(response.status, response.json, JSON_TYPE);
+    const headers = response.headers;
+    if (response.status === 204) reply.send(204, undefined, headers);
+    else if (response.json !== undefined)
+      reply.send(response.status, response.json, headers ? { ...JSON_TYPE, ...headers } : JSON_TYPE);
     else if (response.bytes !== undefined)
-      reply.send(response.status, response.bytes.data, { 'Content-Type': response.bytes.contentType });
-    else reply.json(response.status, response.body);
+      reply.send(response.status, response.bytes.data, {
+        'Content-Type': response.bytes.contentType,
+        ...headers,
+      });
+    else reply.json(response.status, response.body, headers);
   } catch (err) {
     fail(reply, err, deps); // e.g. a body JSON cannot write
   } finally {
@@ -249,6 +259,7 @@ class Request implements ApiRequest {
     readonly params: readonly string[],
     readonly query: URLSearchParams,
     readonly authorization: string,
+    readonly ifMatch: string,
     private readonly host: string,
     private readonly forwardedProto: string,
     private readonly forwardedHost: string,

@@ -16,6 +16,7 @@ import {
   readEndpointFields,
   readVersionParam,
 } from './endpoint-input.ts';
+import { endpointEtag, requireEtag } from './endpoint-etag.ts';
 import { endpointJson, versionJson } from './endpoint-json.ts';
 
 export interface EndpointRoutesDeps {
@@ -77,7 +78,7 @@ export function registerEndpointRoutes(app: TemplatedApp, deps: EndpointRoutesDe
           createdBy: who.key.id,
         });
         if (fields.isMaterialized) void deps.materializations?.tick();
-        return { status: 201, body: endpointJson(endpoint) };
+        return { status: 201, body: endpointJson(endpoint), headers: etagOf(endpoint) };
       },
     });
 
@@ -87,7 +88,7 @@ export function registerEndpointRoutes(app: TemplatedApp, deps: EndpointRoutesDe
         const endpoint = findEndpoint(catalog, project, req.params[1]!);
         const n = readVersionParam(req.query);
         const shown = n === undefined ? undefined : findVersion(endpoint, n);
-        return { status: 200, body: endpointJson(endpoint, shown) };
+        return { status: 200, body: endpointJson(endpoint, shown), headers: etagOf(endpoint) };
       },
       patch: async (req) => {
         const { project, who } = access(catalog, req, 'endpoint:write');
@@ -96,25 +97,30 @@ export function registerEndpointRoutes(app: TemplatedApp, deps: EndpointRoutesDe
         const n = readVersionParam(req.query);
         if (n !== undefined) return patchVersion(req, project, name, n);
         const fields = readEndpointFields(req.body);
-        const updated = await catalog.updateEndpoint(project.id, name, (current) => ({
-          name: fields.name,
-          description: fields.description,
-          cacheAgeSeconds: fields.cacheAgeSeconds,
-          isActive: fields.isActive,
-          syncFrequency: fields.syncFrequency,
-          materializationBucket: fields.materializationBucket,
-          ...decideVersionChange(current, fields, who.key.id),
-        }));
+        const updated = await catalog.updateEndpoint(project.id, name, (current) => {
+          requireEtag(req.ifMatch, current);
+          return {
+            name: fields.name,
+            description: fields.description,
+            cacheAgeSeconds: fields.cacheAgeSeconds,
+            isActive: fields.isActive,
+            syncFrequency: fields.syncFrequency,
+            materializationBucket: fields.materializationBucket,
+            ...decideVersionChange(current, fields, who.key.id),
+          };
+        });
         if (!updated) throw noEndpoint(project, name); // deleted meanwhile
         changed(updated);
         void deps.materializations?.tick();
-        return { status: 200, body: endpointJson(updated) };
+        return { status: 200, body: endpointJson(updated), headers: etagOf(updated) };
       },
       del: async (req) => {
         const { project } = access(catalog, req, 'endpoint:write');
         const endpoint = findEndpoint(catalog, project, req.params[1]!);
-        if (!(await catalog.deleteEndpoint(project.id, endpoint.name)))
-          throw noEndpoint(project, endpoint.name);
+        const deleted = await catalog.deleteEndpoint(project.id, endpoint.name, (current) =>
+          requireEtag(req.ifMatch, current),
+        );
+        if (!deleted) throw noEndpoint(project, endpoint.name);
         changed(endpoint);
         return { status: 204 };
       },
@@ -161,12 +167,21 @@ export function registerEndpointRoutes(app: TemplatedApp, deps: EndpointRoutesDe
     n: number,
   ): Promise<ApiResponse> {
     const fields = readEndpointFields(req.body, VERSION_FIELDS);
-    const updated = await catalog.updateEndpoint(project.id, name, (current) =>
-      decideVersionFlags(findVersion(current, n), fields, current.materializationBucket),
-    );
+    const updated = await catalog.updateEndpoint(project.id, name, (current) => {
+      requireEtag(req.ifMatch, current);
+      return decideVersionFlags(findVersion(current, n), fields, current.materializationBucket);
+    });
     if (!updated) throw noEndpoint(project, name);
     changed(updated);
     void deps.materializations?.tick();
-    return { status: 200, body: endpointJson(updated, findVersion(updated, n)) };
+    return {
+      status: 200,
+      body: endpointJson(updated, findVersion(updated, n)),
+      headers: etagOf(updated),
+    };
   }
+}
+
+function etagOf(endpoint: Endpoint): Record<string, string> {
+  return { ETag: endpointEtag(endpoint) };
 }

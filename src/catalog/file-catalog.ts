@@ -149,8 +149,10 @@ export class FileCatalog implements Catalog {
     });
   }
 
-  deleteEndpoint(projectId: number, name: string): Promise<boolean> {
+  deleteEndpoint(projectId: number, name: string, check?: (current: Endpoint) => void): Promise<boolean> {
     return this.#change((state) => {
+      const current = state.endpoint(projectId, name);
+      if (current && check) check(current);
       const next = state.withoutEndpoint(projectId, name);
       return { next, result: next !== undefined };
     });

@@ -373,6 +373,9 @@ export interface Catalog extends ProjectKeys {
     name: string,
     decide: (current: Endpoint) => EndpointChange,
   ): Promise<Endpoint | undefined>;
-  /** Deletes an endpoint and every version of it; false when there was none. */
-  deleteEndpoint(projectId: number, name: string): Promise<boolean>;
+  /**
+   * Deletes an endpoint and every version of it; false when there was none. `check` sees the newest state
+   * first and may throw to refuse (a conditional delete).
+   */
+  deleteEndpoint(projectId: number, name: string, check?: (current: Endpoint) => void): Promise<boolean>;
 }

@@ -9,6 +9,7 @@ export type ErrorType =
   | 'permission_denied'
   | 'not_found'
   | 'method_not_allowed'
+  | 'conflict'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'throttled'
@@ -22,6 +23,7 @@ export const STATUS_OF_TYPE: Readonly<Record<ErrorType, number>> = {
   permission_denied: 403,
   not_found: 404,
   method_not_allowed: 405,
+  conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   throttled: 429,
@@ -116,6 +118,11 @@ export const ERROR_CODES = {
   direct_not_materialized: {
     type: 'validation_error',
     detail: "refresh 'direct' is only for a materialized endpoint version.",
+  },
+  endpoint_changed: {
+    type: 'conflict',
+    detail:
+      'The endpoint changed since the ETag given in If-Match was read; read it again and make the change anew.',
   },
   date_variables_unavailable: {
     type: 'validation_error',

@@ -578,3 +578,29 @@ t.test('auth: no key, unknown key, another project, a key without the scope', as
     "a project's list holds only its own endpoints",
   );
 });
+
+t.test('If-Match: a change from a stale read is 409 endpoint_changed and changes nothing', async (t) => {
+  const made = await endpointsApi(w, 'POST', '', { name: 'etagged', query: hogql('SELECT 1 AS n') });
+  const first = made.headers.get('etag')!;
+  t.match(first, /^"[\w-]+"$/);
+  t.equal((await endpointsApi(w, 'GET', 'etagged/')).headers.get('etag'), first, 'GET answers the same');
+  const withTag = (tag: string): { headers: Record<string, string> } => ({
+    headers: { 'if-match': tag },
+  });
+  const changed = await endpointsApi(w, 'PATCH', 'etagged/', { description: 'one' }, withTag(first));
+  t.equal(changed.status, 200, 'the ETag read is the current one');
+  const second = changed.headers.get('etag')!;
+  t.not(second, first, 'a change of a field changes the ETag');
+  const stale = await endpointsApi(w, 'PATCH', 'etagged/', { description: 'two' }, withTag(first));
+  t.equal(stale.status, 409);
+  t.match(stale.json, { type: 'conflict', code: 'endpoint_changed', attr: 'If-Match' });
+  t.equal(((await endpointsApi(w, 'GET', 'etagged/')).json as EndpointBody).description, 'one', 'unchanged');
+  const version = await endpointsApi(w, 'PATCH', 'etagged/?version=1', { is_active: true }, withTag(first));
+  t.equal(version.status, 409, 'a version PATCH too');
+  t.equal((await endpointsApi(w, 'PATCH', 'etagged/', { description: 'x' }, withTag('*'))).status, 200);
+  const gone = await endpointsApi(w, 'DELETE', 'etagged/', undefined, withTag(second));
+  t.equal(gone.status, 409, 'a delete from a stale read');
+  t.equal((await endpointsApi(w, 'GET', 'etagged/')).status, 200, 'deleted nothing');
+  const now = (await endpointsApi(w, 'GET', 'etagged/')).headers.get('etag')!;
+  t.equal((await endpointsApi(w, 'DELETE', 'etagged/', undefined, withTag(now))).status, 204);
+});

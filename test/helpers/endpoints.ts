@@ -11,6 +11,8 @@ export interface CallOptions {
   readonly key?: string;
   /** `projects` or `environments`. */
   readonly prefix?: string;
+  /** More request headers (`if-match`). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** `method` on `P/endpoints/<path>`; a body that is not a string is sent as JSON. */
@@ -21,7 +23,7 @@ export function endpointsApi(
   body?: unknown,
   options: CallOptions = {},
 ): Promise<HttpResult> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...options.headers };
   const key = options.key ?? PERSONAL_API_KEY;
   if (key) headers['authorization'] = `Bearer ${key}`;
   if (body !== undefined) headers['content-type'] = 'application/json';

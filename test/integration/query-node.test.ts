@@ -17,7 +17,15 @@ import { createEndpoint, endpointsApi, hogql, runOk, type EndpointBody } from '.
 import { startNatsServer } from '../helpers/nats-server.ts';
 import { queryApi, rows } from '../helpers/query-api.ts';
 import { startS3Server, type S3Server } from '../helpers/s3-server.ts';
-import { PERSONAL_API_KEY, PROJECT_API_KEY, post, request, tempDir, waitFor } from '../helpers/weir.ts';
+import {
+  PERSONAL_API_KEY,
+  PROJECT_API_KEY,
+  post,
+  request,
+  tempDir,
+  waitFor,
+  type HttpResult,
+} from '../helpers/weir.ts';
 
 const TOKEN = 'store-token-for-tests-0123456789';
 
@@ -210,6 +218,44 @@ if (s3) {
     t.same(after.results, [[20]], 'the new version’s answer');
     t.equal(after.is_cached, false);
   });
+
+  t.test(
+    'a change conditional on an ETag: of two nodes changing from one read, one wins, one gets 409',
+    async (t) => {
+      const made = await endpointsApi(a, 'POST', '', { name: 'guarded', query: hogql('SELECT 1 AS n') });
+      t.equal(made.status, 201);
+      const read = await endpointsApi(b, 'GET', 'guarded/');
+      const etag = read.headers.get('etag')!;
+      t.match(etag, /^"[\w-]+"$/, 'GET answers an ETag');
+      t.equal(made.headers.get('etag'), etag, 'the same on every node');
+      const patch = (node: { url: string }, n: number, tag: string): Promise<HttpResult> =>
+        request(`${node.url}/api/projects/1/endpoints/guarded/`, {
+          method: 'PATCH',
+          headers: {
+            authorization: `Bearer ${PERSONAL_API_KEY}`,
+            'content-type': 'application/json',
+            'if-match': tag,
+          },
+          body: JSON.stringify({ query: hogql(`SELECT ${n} AS n`) }),
+        });
+      const [one, two] = await Promise.all([patch(a, 2, etag), patch(b, 3, etag)]);
+      t.same([one.status, two.status].sort(), [200, 409], 'exactly one of the two');
+      const lost = one.status === 409 ? one : two;
+      t.match(lost.json, { type: 'conflict', code: 'endpoint_changed', attr: 'If-Match' });
+      const now = (await endpointsApi(a, 'GET', 'guarded/')).json as EndpointBody;
+      t.equal(now.versions_count, 2, 'one new version, the winner’s');
+      const winner = one.status === 200 ? one : two;
+      t.equal(winner.headers.get('etag'), (await endpointsApi(b, 'GET', 'guarded/')).headers.get('etag'));
+      // Without If-Match a change is made on the newest state, as before; with the new ETag it passes.
+      t.equal((await patch(b, 4, winner.headers.get('etag')!)).status, 200);
+      const stale = await request(`${a.url}/api/projects/1/endpoints/guarded/`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${PERSONAL_API_KEY}`, 'if-match': etag },
+      });
+      t.equal(stale.status, 409, 'a delete from a stale read is refused');
+      t.equal((await endpointsApi(a, 'GET', 'guarded/')).status, 200, 'and deletes nothing');
+    },
+  );
 
   t.test('one refresh per version across the nodes; every node serves it from S3', async (t) => {
     await createEndpoint(b, {
