@@ -119,7 +119,7 @@ export class KvCatalog implements Catalog {
   #state: CatalogState | undefined;
   #revision = 0;
   readonly #listeners: ((projects: readonly Project[]) => void)[] = [];
-  readonly #endpointListeners: ((endpointId: string) => void)[] = [];
+  readonly #endpointListeners: ((endpointId: string, endpoint: Endpoint | undefined) => void)[] = [];
   #following = false;
   #closed = false;
   /** Each record's local queue: changes of one record by this process wait for each other instead of conflicting. */
@@ -378,10 +378,10 @@ export class KvCatalog implements Catalog {
   }
 
   /**
-   * Calls `listener` with an endpoint's id whenever its record changes or goes, by this process or another:
-   * what was cached of the endpoint (its runs' answers) goes with it.
+   * Calls `listener` with an endpoint's id and its new state (undefined: deleted) whenever its record changes
+   * or goes, by this process or another: what was cached of the endpoint may have to go with it.
    */
-  onEndpointChange(listener: (endpointId: string) => void): void {
+  onEndpointChange(listener: (endpointId: string, endpoint: Endpoint | undefined) => void): void {
     this.#endpointListeners.push(listener);
   }
 
@@ -439,8 +439,9 @@ export class KvCatalog implements Catalog {
       for (const listener of this.#listeners) listener(projects);
     }
     if (key.startsWith('endpoints.') && this.#endpointListeners.length > 0) {
-      const id = ((value ?? known?.value) as Endpoint | undefined)?.id;
-      if (id !== undefined) for (const listener of this.#endpointListeners) listener(id);
+      const endpoint = value as Endpoint | undefined;
+      const id = (endpoint ?? (known?.value as Endpoint | undefined))?.id;
+      if (id !== undefined) for (const listener of this.#endpointListeners) listener(id, endpoint);
     }
   }
 

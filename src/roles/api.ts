@@ -6,7 +6,8 @@ import { registerQueryRoutes } from '../api/query-routes.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
-import type { Catalog, ParquetExporter, TableReader } from '../core/ports.ts';
+import type { Catalog, Endpoint, ParquetExporter, TableReader } from '../core/ports.ts';
+import { endpointEtag } from '../api/endpoint-etag.ts';
 import type { PropertyCatalog } from '../core/property-catalog.ts';
 import type { PropertyDefinitions } from '../core/property-types.ts';
 import { registerPropertyDefinitionRoutes } from '../api/property-definition-routes.ts';
@@ -28,7 +29,9 @@ export function mountApi(
   app: TemplatedApp,
   config: Config,
   deps: {
-    readonly catalog: Catalog & { onEndpointChange?(listener: (endpointId: string) => void): void };
+    readonly catalog: Catalog & {
+      onEndpointChange?(listener: (endpointId: string, endpoint: Endpoint | undefined) => void): void;
+    };
     readonly store: TableReader & ParquetExporter;
     readonly inFlight: InFlight;
     readonly logger: Logger;
@@ -97,12 +100,28 @@ export function mountApi(
   if (materializing) materializations.start();
   teardown.push('stop refreshing materializations', () => materializations.close());
   const onEndpointChanged = (id: string): void => runner.invalidate(id);
-  // Another process's change of an endpoint (a shared catalog) drops what this one cached of it too.
-  deps.catalog.onEndpointChange?.(onEndpointChanged);
+  // Another process's change of an endpoint (a shared catalog) drops what this one cached of it too, when it
+  // changes what a run answers: its definition or the results served. A refresh's lease, renewed every 20 s
+  // while it runs, does not.
+  const answering = new Map<string, string>();
+  deps.catalog.onEndpointChange?.((id, endpoint) => {
+    const now = endpoint === undefined ? undefined : answeredBy(endpoint);
+    if (now !== undefined && answering.get(id) === now) return;
+    if (now === undefined) answering.delete(id);
+    else answering.set(id, now);
+    runner.invalidate(id);
+  });
   registerManagementRoutes(app, deps);
   registerPropertyDefinitionRoutes(app, deps);
   registerQueryRoutes(app, { ...deps, limits, properties: deps.propertyDefinitions });
   registerEndpointRoutes(app, { ...deps, onEndpointChanged, materializations });
   registerEndpointRunRoutes(app, { ...deps, runner, maxLimit: limits.maxResultRows });
   return { runner, materializations };
+}
+
+/** What an endpoint's runs answer from: its definition, and each version's served result. */
+function answeredBy(endpoint: Endpoint): string {
+  let served = '';
+  for (const v of endpoint.versions) served += `\0${v.materialization?.objectKey ?? ''}`;
+  return endpointEtag(endpoint) + served;
 }

@@ -5,7 +5,7 @@ import { ReadOnlyFileCatalog } from '../catalog/read-only-file-catalog.ts';
 import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
-import type { Catalog, Project, ProjectKeys } from '../core/ports.ts';
+import type { Catalog, Endpoint, Project, ProjectKeys } from '../core/ports.ts';
 import type { Teardown } from './teardown.ts';
 
 /**
@@ -17,8 +17,8 @@ export interface RoleCatalog extends Catalog {
   readonly bootstrap: Bootstrap | undefined;
   /** Calls `listener` with every project after each change (capture threads take the project keys so). */
   onChange(listener: (projects: readonly Project[]) => void): void;
-  /** Calls `listener` with an endpoint's id when another process changed it (shared catalogs only). */
-  onEndpointChange?(listener: (endpointId: string) => void): void;
+  /** Calls `listener` with an endpoint's id and new state after any change of it (shared catalogs only). */
+  onEndpointChange?(listener: (endpointId: string, endpoint: Endpoint | undefined) => void): void;
   /** False while a shared catalog's copy cannot follow its store (NATS away); a file is always followed. */
   readonly following?: boolean;
 }

@@ -48,6 +48,7 @@ export async function startQueryRole(config: Config, logger: Logger): Promise<Qu
       timeoutMs: queryMs + 10_000,
       exportTimeoutMs: queryMs * 10 + 30_000,
     });
+    teardown.push('close the connections to the store owner', () => store.close());
     const propertyDefinitions = new RemotePropertyDefinitions({ store, logger });
     propertyDefinitions.start();
     teardown.push('stop reading the property definitions', () => propertyDefinitions.close());
