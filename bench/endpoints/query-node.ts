@@ -156,7 +156,7 @@ interface StoreApiBare {
 
 /**
  * A query node's client of the store API, alone: `SELECT 1` sent to the owner's store API one request after
- * another from this process, by `fetch` (as src/store/remote-store.ts does) and by node:http
+ * another from this process, by `fetch` (as src/store/remote-store.ts did before 7240698) and by node:http (as it does now)
  * with a keep-alive agent; the latency and this process's CPU per request.
  */
 interface StoreClient {
@@ -816,7 +816,7 @@ function markdown(): string {
         `not with the data read.` +
         (storeClients.length === 2
           ? ` The node pays it in CPU too: ${ms(day.node.nodeCpuMsPerRun)} ms per small direct run, of which the store ` +
-            `API's client (\`fetch\`) is ${ms(storeClients[0]!.cpuMsPerRequest)} ms (node:http: ${ms(storeClients[1]!.cpuMsPerRequest)} ms); ` +
+            `API's client (node:http) is ${ms(storeClients[1]!.cpuMsPerRequest)} ms (fetch: ${ms(storeClients[0]!.cpuMsPerRequest)} ms); ` +
             `so one node core relays ~${n(Math.round(1000 / day.node.nodeCpuMsPerRun))} small direct runs/s, far more than the owner can run.`
           : ''),
     );
@@ -895,7 +895,7 @@ function markdown(): string {
               `${c.client} p50 ${ms(c.p50)} ms for ${ms(c.cpuMsPerRequest)} ms of the client's CPU per request`,
           )
           .join('; ') +
-        '. `fetch` is what a query node uses (src/store/remote-store.ts).'
+        '. A query node uses node:http (src/store/remote-store.ts; fetch before 7240698).'
       : '',
     '',
     '## What this means for capacity',
