@@ -13,15 +13,8 @@ import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import t from 'tap';
 import { startNatsCluster, type NatsServer } from '../helpers/nats-server.ts';
-import { metricValue, spawnRole, type RoleProcess } from '../helpers/roles.ts';
-import {
-  PERSONAL_API_KEY,
-  PROJECT_API_KEY,
-  request,
-  tempDir,
-  waitFor,
-  type HttpResult,
-} from '../helpers/weir.ts';
+import { metricValue, spawnRole, startLoad, type RoleProcess, type RunningLoad } from '../helpers/roles.ts';
+import { PERSONAL_API_KEY, request, tempDir, waitFor, type HttpResult } from '../helpers/weir.ts';
 
 type Json = Record<string, unknown>;
 
@@ -424,80 +417,20 @@ function connectionsOf(r: RoleProcess): Map<string, number> {
   return on;
 }
 
-interface Load {
-  readonly acked: Set<string>;
-  readonly attempted: Set<string>;
-  /** When each 200 was answered, and by which capture. */
-  readonly acks: { at: number; capture: number }[];
-  readonly statuses: Map<number, number>;
-  stop(): Promise<void>;
-}
-
 /**
  * Closed-loop load on both captures until stopped: each client posts /batch/ requests one after another and
  * retries a 503 or a failed connection (same body, same uuids) until it is answered 200, as SDKs do. Stopping
  * lets each client finish its request, so every uuid attempted is answered 200 in the end.
  */
-function startLoad(event: string, clientsPerCapture: number, eventsPerRequest: number): Load {
-  const acked = new Set<string>();
-  const attempted = new Set<string>();
-  const acks: { at: number; capture: number }[] = [];
-  const statuses = new Map<number, number>();
-  let stopping = false;
-  const client = async (c: number): Promise<void> => {
-    const capture = c % captures.length;
-    const url = `${captures[capture]!.url}/batch/`;
-    for (let r = 0; !stopping; r++) {
-      const uuids = Array.from({ length: eventsPerRequest }, () => randomUUID());
-      const body = JSON.stringify({
-        api_key: PROJECT_API_KEY,
-        batch: uuids.map((uuid, i) => ({
-          event,
-          uuid,
-          distinct_id: `load-${c}-${i % 10}`,
-          properties: { c, r, i },
-        })),
-      });
-      for (const u of uuids) attempted.add(u);
-      for (let tries = 0; ; tries++) {
-        let status: number;
-        try {
-          const res = await fetch(url, {
-            method: 'POST',
-            body,
-            headers: { 'content-type': 'application/json' },
-          });
-          status = res.status;
-          await res.arrayBuffer();
-        } catch {
-          status = 0;
-        }
-        statuses.set(status, (statuses.get(status) ?? 0) + 1);
-        if (status === 200) {
-          for (const u of uuids) acked.add(u);
-          acks.push({ at: Date.now(), capture });
-          break;
-        }
-        if ((status !== 503 && status !== 0) || tries > 600)
-          throw new Error(`capture ${capture} answered ${status} (try ${tries})`);
-        // A client's back-off (SDKs wait Retry-After); not a synchronisation.
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-  };
-  const running = Promise.all(
-    Array.from({ length: clientsPerCapture * captures.length }, (_, c) => client(c)),
-  );
-  return {
-    acked,
-    attempted,
-    acks,
-    statuses,
-    async stop() {
-      stopping = true;
-      await running;
-    },
-  };
+function loadCaptures(event: string, clientsPerCapture: number, eventsPerRequest: number): RunningLoad {
+  return startLoad({
+    urls: captures.map((c) => c.url),
+    event,
+    clients: clientsPerCapture * captures.length,
+    requests: Number.POSITIVE_INFINITY,
+    eventsPerRequest,
+    retry: true,
+  });
 }
 
 /** The servers (`weir-test-N`) leading the EVENTS stream, ingest's live-lane consumer and the catalog bucket. */
@@ -539,7 +472,7 @@ t.test(
         `; leaders before: ${JSON.stringify(before)}`,
     );
 
-    const load = startLoad(event, 2, 10);
+    const load = loadCaptures(event, 2, 10);
     t.teardown(() => load.stop().catch(() => undefined));
     const loadStarted = Date.now();
     await waitFor(
@@ -551,7 +484,7 @@ t.test(
     await victim.stop();
     const stoppedAt = Date.now();
     const after = (since: number, capture: number): number =>
-      load.acks.filter((a) => a.at > since && a.capture === capture).length;
+      load.acks.filter((a) => a.at > since && a.server === capture).length;
     // Keep the load going with the node down for a few seconds, and until both captures answer 200 again.
     await waitFor(
       () =>
@@ -564,7 +497,7 @@ t.test(
       'both captures to answer 200 with the node down',
     );
     const firstAfterStop = [0, 1].map(
-      (c) => load.acks.find((a) => a.at > stoppedAt && a.capture === c)!.at - stoppedAt,
+      (c) => load.acks.find((a) => a.at > stoppedAt && a.server === c)!.at - stoppedAt,
     );
     const okWhileDown = load.acks.filter((a) => a.at > stoppedAt).length;
     t.comment(

@@ -74,14 +74,23 @@ export async function createKey(
  * Captures a batch of events into an empty project 1 (as a historical import, so spike detection leaves it
  * whole) and waits until a query sees every one of them.
  */
-export async function captureAll(w: Served, batch: readonly Record<string, unknown>[]): Promise<void> {
+/**
+ * Captures `batch` as a historical migration through `w` and waits until `readFrom` (another role's API, a
+ * query node) counts that many events.
+ */
+export async function captureAll(
+  w: Served,
+  batch: readonly Record<string, unknown>[],
+  readFrom: Served = w,
+): Promise<void> {
   const res = await post(
     `${w.url}/batch/`,
     JSON.stringify({ api_key: PROJECT_API_KEY, historical_migration: true, batch }),
   );
   if (res.status !== 200) throw new Error(`capture: ${res.status} ${res.text}`);
   await waitFor(
-    async () => ((await rows(w, 'SELECT count() FROM events'))[0]![0] === batch.length ? true : undefined),
+    async () =>
+      (await rows(readFrom, 'SELECT count() FROM events'))[0]![0] === batch.length ? true : undefined,
     20_000,
     'the captured events',
   );

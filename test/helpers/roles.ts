@@ -195,13 +195,32 @@ export interface LoadResult {
  * is sent again (as PostHog SDKs do) after a short pause until it is answered 200.
  */
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+  const load = startLoad(options);
+  await load.done;
+  return load;
+}
+
+export interface RunningLoad extends LoadResult {
+  /** When each request was answered 200, and the index in `urls` of the server that answered it. */
+  readonly acks: readonly { readonly at: number; readonly server: number }[];
+  /** Resolves when every client has sent its requests (or, after `stop`, finished the one it was sending). */
+  readonly done: Promise<void>;
+  /** Has each client finish the request it is sending (retrying it as it would) and send no more. */
+  stop(): Promise<void>;
+}
+
+/** `runLoad`, its figures readable while it runs, and stoppable: for tests that act during a load. */
+export function startLoad(options: LoadOptions): RunningLoad {
   const acked = new Set<string>();
   const attempted = new Set<string>();
   const statuses = new Map<number, number>();
+  const acks: { at: number; server: number }[] = [];
   let wellFormed503s = 0;
+  let stopping = false;
   const client = async (c: number): Promise<void> => {
-    const url = `${options.urls[c % options.urls.length]}/batch/`;
-    for (let r = 0; r < options.requests; r++) {
+    const server = c % options.urls.length;
+    const url = `${options.urls[server]}/batch/`;
+    for (let r = 0; r < options.requests && !stopping; r++) {
       const uuids = Array.from({ length: options.eventsPerRequest }, () => randomUUID());
       const body = JSON.stringify({
         api_key: PROJECT_API_KEY,
@@ -230,6 +249,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
         if (status === 200) {
           for (const u of uuids) acked.add(u);
+          acks.push({ at: Date.now(), server });
           options.onProgress?.(acked.size);
           break;
         }
@@ -239,6 +259,21 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       }
     }
   };
-  await Promise.all(Array.from({ length: options.clients }, (_, c) => client(c)));
-  return { acked, attempted, statuses, wellFormed503s };
+  const done = Promise.all(Array.from({ length: options.clients }, (_, c) => client(c))).then(
+    () => undefined,
+  );
+  return {
+    acked,
+    attempted,
+    statuses,
+    acks,
+    get wellFormed503s() {
+      return wellFormed503s;
+    },
+    done,
+    async stop() {
+      stopping = true;
+      await done;
+    },
+  };
 }

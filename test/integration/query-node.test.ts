@@ -15,12 +15,11 @@ import { startIngestRole } from '../../src/roles/ingest-role.ts';
 import { startQueryRole, type QueryRole } from '../../src/roles/query-role.ts';
 import { createEndpoint, endpointsApi, hogql, runOk, type EndpointBody } from '../helpers/endpoints.ts';
 import { startNatsServer } from '../helpers/nats-server.ts';
-import { queryApi, rows } from '../helpers/query-api.ts';
+import { captureAll, queryApi, rows } from '../helpers/query-api.ts';
 import { startS3Server, type S3Server } from '../helpers/s3-server.ts';
 import {
   PERSONAL_API_KEY,
   PROJECT_API_KEY,
-  post,
   request,
   tempDir,
   waitFor,
@@ -102,16 +101,7 @@ if (s3) {
     timestamp: new Date(Date.UTC(2024, 0, 1 + (i % 10))).toISOString(),
     properties: { $browser: ['Chrome', 'Safari', 'Firefox'][i % 3], amount: i, flag: i % 2 === 0 },
   }));
-  const sent = await post(
-    `${capture.url}/batch/`,
-    JSON.stringify({ api_key: PROJECT_API_KEY, historical_migration: true, batch }),
-  );
-  if (sent.status !== 200) throw new Error(`capture: ${sent.status} ${sent.text}`);
-  await waitFor(
-    async () => ((await rows(a, 'SELECT count() FROM events'))[0]![0] === batch.length ? true : undefined),
-    30_000,
-    'the events through a query node',
-  );
+  await captureAll(capture, batch, a);
   // Ingest records the property types; a node reads them within a second.
   await waitFor(
     async () => {
