@@ -1,4 +1,4 @@
-// The commit log's writer thread (src/store/commit-thread.ts). Plain JavaScript with no imports but Node's
+// The commit log's writer thread (src/store/embedded/commit-thread.ts). Plain JavaScript with no imports but Node's
 // own, so the thread starts in milliseconds without a TypeScript loader.
 //
 // It takes commits in the order they were posted: { id, fd, position, sync, data } with `data` an

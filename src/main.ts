@@ -11,7 +11,7 @@ import { httpUrl } from './http/server.ts';
 import { mountApi } from './roles/api.ts';
 import type { RoleCatalog } from './roles/catalog.ts';
 import { CaptureThreads } from './roles/capture-threads.ts';
-import type { LoggedStore } from './store/logged-store.ts';
+import type { LoggedStore } from './store/embedded/logged-store.ts';
 import { mountCapture } from './roles/capture-role.ts';
 import { consumeBus, openDataDir, openPropertyDefinitions, startIngest, type Weir } from './roles/owner.ts';
 import type { PropertyDefinitionRegistry } from './ingest/property-definitions.ts';

@@ -30,7 +30,7 @@ import { startWeir } from '../../src/main.ts';
 import { DEFAULT_LIMITS, printClickHouse } from '../../src/query/clickhouse/printer.ts';
 import { bindVariables } from '../../src/query/clickhouse/variables.ts';
 import { compileQuery } from '../../src/query/hogql-query.ts';
-import type { ClickHouseStore } from '../../src/store/clickhouse-store.ts';
+import type { ClickHouseStore } from '../../src/store/embedded/chdb-client.ts';
 import {
   REPO_ROOT,
   freePort,

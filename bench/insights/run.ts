@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { createLogger } from '../../src/core/logger.ts';
 import { runCompiledQuery } from '../../src/query/hogql-query.ts';
 import { finishInsightRows, prepareInsightRun, readInsight } from '../../src/query/insights/insight.ts';
-import { ClickHouseStore, migrate } from '../../src/store/clickhouse-store.ts';
+import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
 import { OtherLoadProbe, QuietGate } from '../capture/machine-load.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
 import { generate } from '../query/dataset.ts';

@@ -8,7 +8,7 @@
  * points it at another person (a merge), so that person's events under two distinct ids count once. A few
  * distinct ids get no row at all (the event's own `person_id` stands then).
  */
-import type { ClickHouseStore } from '../../src/store/clickhouse-store.ts';
+import type { ClickHouseStore } from '../../src/store/embedded/chdb-client.ts';
 
 export interface Scenario {
   readonly name: string;

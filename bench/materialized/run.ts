@@ -18,7 +18,7 @@ import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { tuneHeap } from '../../src/core/heap-tuning.ts';
 import { startWeir } from '../../src/main.ts';
-import type { ClickHouseStore } from '../../src/store/clickhouse-store.ts';
+import type { ClickHouseStore } from '../../src/store/embedded/chdb-client.ts';
 import { OtherLoadProbe, QuietGate } from '../capture/machine-load.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
 import { generate } from '../query/dataset.ts';

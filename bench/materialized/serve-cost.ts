@@ -27,7 +27,7 @@ import {
   planMaterialization,
   servingVariables,
 } from '../../src/query/materialize/rewrite.ts';
-import { ClickHouseStore, migrate } from '../../src/store/clickhouse-store.ts';
+import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
 import { DECLARED, QUERY, variableValues } from './endpoint.ts';
 
 const rounds = Number(process.argv[2] ?? 300);

@@ -3,7 +3,7 @@
  * 90 days in time-ordered chunks, as ingestion writes them (9 in 10 for project 1, the rest for project 2),
  * 200,000 persons per project, and a share of retried events stored a second time under the same uuid.
  */
-import type { ClickHouseStore } from '../../src/store/clickhouse-store.ts';
+import type { ClickHouseStore } from '../../src/store/embedded/chdb-client.ts';
 
 export interface DatasetOptions {
   readonly events: number;

@@ -4,7 +4,7 @@
  * alternative here is written at its best: the filter inside, before deduplication (valid only because
  * copies are identical). Weir's printer could not do that for every filter of a query; FINAL applies to any.
  */
-import type { ClickHouseStore } from '../../src/store/clickhouse-store.ts';
+import type { ClickHouseStore } from '../../src/store/embedded/chdb-client.ts';
 
 export interface DedupRow {
   readonly question: string;

@@ -15,7 +15,7 @@ import { createLogger } from '../../src/core/logger.ts';
 import { printClickHouse } from '../../src/query/clickhouse/printer.ts';
 import { bindVariables } from '../../src/query/clickhouse/variables.ts';
 import { compileQuery } from '../../src/query/hogql-query.ts';
-import { ClickHouseStore, migrate } from '../../src/store/clickhouse-store.ts';
+import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
 import { OtherLoadProbe, QuietGate } from '../capture/machine-load.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
 import { measureCompile } from './compile-cost.ts';

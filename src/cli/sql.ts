@@ -1,7 +1,7 @@
 import { loadConfig } from '../config/config.ts';
 import { createLogger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
-import { openEmbeddedStore } from '../store/logged-store.ts';
+import { openEmbeddedStore } from '../store/embedded/logged-store.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
 
 /**

@@ -6,7 +6,7 @@ import type { Store } from '../core/ports.ts';
 import { freePort } from '../http/server.ts';
 import { IngestService } from '../ingest/ingest-service.ts';
 import { PropertyDefinitionRegistry } from '../ingest/property-definitions.ts';
-import { type LoggedStore, openEmbeddedStore } from '../store/logged-store.ts';
+import { type LoggedStore, openEmbeddedStore } from '../store/embedded/logged-store.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
 import { openCatalog, type RoleCatalog } from './catalog.ts';
 import type { Teardown } from './teardown.ts';

@@ -10,7 +10,7 @@ import type { Row, Store, TableReader } from '../../src/core/ports.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { runCompiledQuery } from '../../src/query/hogql-query.ts';
 import { finishInsightRows, prepareInsightRun, readInsight } from '../../src/query/insights/insight.ts';
-import { ClickHouseStore, migrate } from '../../src/store/clickhouse-store.ts';
+import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
 
 interface Teardown {
   teardown(fn: () => unknown): void;

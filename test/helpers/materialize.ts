@@ -18,7 +18,7 @@ import type {
   TableReader,
   VariableType,
 } from '../../src/core/ports.ts';
-import { ClickHouseStore, migrate } from '../../src/store/clickhouse-store.ts';
+import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
 import { bindVariables } from '../../src/query/clickhouse/variables.ts';
 import { compileVersion, type CompiledVersion } from '../../src/query/endpoints/definition.ts';
 import { pageRows, paginate, type Page } from '../../src/query/endpoints/pagination.ts';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { fdatasync, writev } from 'node:fs';
-import { CommitLog, readFrames, type LogIo } from '../../src/store/commit-log.ts';
+import { CommitLog, readFrames, type LogIo } from '../../src/store/embedded/commit-log.ts';
 
 async function tempDir(t: { teardown(fn: () => unknown): void }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'weir-commit-log-'));

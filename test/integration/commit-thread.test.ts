@@ -7,7 +7,7 @@ import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { CommitThread } from '../../src/store/commit-thread.ts';
+import { CommitThread } from '../../src/store/embedded/commit-thread.ts';
 
 async function tempFile(t: { teardown(fn: () => unknown): void }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'weir-commit-thread-'));

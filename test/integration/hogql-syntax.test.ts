@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '../../src/core/logger.ts';
 import { runHogQLQuery } from '../../src/query/hogql-query.ts';
-import { ClickHouseStore, migrate } from '../../src/store/clickhouse-store.ts';
+import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-hogql-'));
 const store = ClickHouseStore.open({ kind: 'chdb', path: join(dir, 'chdb') });

@@ -17,7 +17,7 @@ import { Metrics } from '../../src/core/metrics.ts';
 import { partitionOf } from '../../src/core/partition.ts';
 import type { Store } from '../../src/core/ports.ts';
 import { IngestService } from '../../src/ingest/ingest-service.ts';
-import { openEmbeddedStore } from '../../src/store/logged-store.ts';
+import { openEmbeddedStore } from '../../src/store/embedded/logged-store.ts';
 
 const PARTITIONS = 16;
 const dataDir = await mkdtemp(join(tmpdir(), 'weir-ingest-partitions-'));

@@ -9,15 +9,15 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
-import { embeddedMergeThreads } from '../../src/store/clickhouse-store.ts';
-import { CommitLog, type LogFrame, type LogPosition } from '../../src/store/commit-log.ts';
+import { embeddedMergeThreads } from '../../src/store/embedded/chdb-client.ts';
+import { CommitLog, type LogFrame, type LogPosition } from '../../src/store/embedded/commit-log.ts';
 import {
   blockToken,
   type EmbeddedStoreConfig,
   type LoggedStore,
   openEmbeddedStore,
   StoreBusyError,
-} from '../../src/store/logged-store.ts';
+} from '../../src/store/embedded/logged-store.ts';
 import type { Row } from '../../src/core/ports.ts';
 import { eventRows } from '../helpers/rows.ts';
 

@@ -14,7 +14,7 @@ import { parseDialect } from '../../src/query/dialect/mod.ts';
 import { runHogQLQuery } from '../../src/query/hogql-query.ts';
 import { QueryResolveError } from '../../src/query/resolver/errors.ts';
 import { resolveQuery } from '../../src/query/resolver/resolver.ts';
-import { ClickHouseStore, migrate } from '../../src/store/clickhouse-store.ts';
+import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
 import { loadValidCorpus, SAMPLE_VARIABLES } from '../helpers/dialect-corpus.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-query-'));

@@ -13,7 +13,7 @@ import { bindVariables } from '../../src/query/clickhouse/variables.ts';
 import { parseDialect } from '../../src/query/dialect/mod.ts';
 import { QueryResolveError } from '../../src/query/resolver/errors.ts';
 import { resolveQuery, type PropertyTypeLookup } from '../../src/query/resolver/resolver.ts';
-import { ClickHouseStore, migrate } from '../../src/store/clickhouse-store.ts';
+import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-virtual-'));
 const store = ClickHouseStore.open({ kind: 'chdb', path: join(dir, 'chdb') });

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '../../src/core/logger.ts';
 import { StoreQueryError } from '../../src/core/ports.ts';
-import { ClickHouseStore, migrate } from '../../src/store/clickhouse-store.ts';
+import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
 import { eventRows } from '../helpers/rows.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-store-engine-error-'));

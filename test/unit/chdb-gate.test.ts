@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ChdbGate } from '../../src/store/chdb-gate.ts';
+import { ChdbGate } from '../../src/store/embedded/chdb-gate.ts';
 
 /** A call the test finishes by hand, recording when it started. */
 function controlled(log: string[], name: string): { work: () => Promise<string>; finish: () => void } {

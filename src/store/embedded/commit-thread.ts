@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 
-const ENTRY = join(import.meta.dirname, '../../bin/commit-thread.js');
+const ENTRY = join(import.meta.dirname, '../../../bin/commit-thread.js');
 
 interface Reply {
   readonly id: number;

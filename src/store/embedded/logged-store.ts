@@ -1,7 +1,7 @@
 import { appendFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Logger } from '../core/logger.ts';
-import type { Metrics } from '../core/metrics.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { Metrics } from '../../core/metrics.ts';
 import type {
   QueryOptions,
   ParquetExporter,
@@ -11,10 +11,10 @@ import type {
   TableQueryOptions,
   TableReader,
   Values,
-} from '../core/ports.ts';
-import { ClickHouseStore, migrate } from './clickhouse-store.ts';
+} from '../../core/ports.ts';
+import { ClickHouseStore, migrate } from './chdb-client.ts';
 import { CommitLog, comparePositions, type LogFrame, type LogPosition } from './commit-log.ts';
-import { asError } from '../errors/app-error.ts';
+import { asError } from '../../errors/app-error.ts';
 
 export interface LoggedStoreOptions {
   /** Directory of the commit log. */

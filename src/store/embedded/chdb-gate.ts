@@ -1,4 +1,4 @@
-import { asError } from '../errors/app-error.ts';
+import { asError } from '../../errors/app-error.ts';
 
 /**
  * Who a chDB call is for: the store's own work (applying the commit log, ingest's person and group lookups,

@@ -17,10 +17,10 @@ import {
   type Store,
   type TableQueryOptions,
   type TableReader,
-} from '../core/ports.ts';
-import type { Logger } from '../core/logger.ts';
+} from '../../core/ports.ts';
+import type { Logger } from '../../core/logger.ts';
 import { ChdbGate, EngineWaitTimeout, type GatePriority } from './chdb-gate.ts';
-import { MIGRATIONS, type Migration } from './migrations.ts';
+import { MIGRATIONS, type Migration } from '../migrations.ts';
 
 type ChConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];
 
