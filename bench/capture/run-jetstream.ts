@@ -13,19 +13,13 @@ import {
   checkJetStreamTargets,
   type JetStreamBenchResults,
   type JetStreamModeResults,
-  type LagMeasured,
 } from './jetstream-results.ts';
 import { startWeirJetStream } from './jetstream-target.ts';
-import { lagResult } from './lag-sampler.ts';
 import type { BenchContext } from './measure.ts';
 import { startNats } from './nats-server.ts';
-import { fixedRate } from './options.ts';
 import type { Mode } from './payloads.ts';
 import { commandLine, machineInfo, weirRevision } from './results.ts';
-import { HOST } from './targets.ts';
-import { runFixedRate } from './scenario-fixed-rate.ts';
-import { LagProbe, type LagRun } from './scenario-lag.ts';
-import { runMaxThroughput } from './scenario-max-throughput.ts';
+import { measureRoles } from './scenario-roles.ts';
 
 async function measureMode(bench: BenchContext, mode: Mode): Promise<JetStreamModeResults> {
   const { options } = bench;
@@ -41,51 +35,9 @@ async function measureMode(bench: BenchContext, mode: Mode): Promise<JetStreamMo
     );
     bench.progress(`Weir over JetStream (weir capture + weir ingest), ${mode} mode`);
     const weir = await startWeirJetStream(nats);
-    let exit: number | string;
-    let fixed, max;
-    // Batch mode: the fixed-rate run (20,000 events/s by default) is where issue 3 bounds the lag; it is
-    // also sampled during each max-throughput step, to give the lag at the highest rate sustained.
-    const url = `http://${HOST}:${weir.port}`;
-    const lagProbe = mode === 'batch' ? new LagProbe(url) : undefined;
-    const stepProbes = new Map<number, LagProbe>();
-    const probeStep = (rate: number): LagProbe => {
-      const probe = new LagProbe(url);
-      stepProbes.set(rate, probe);
-      return probe;
-    };
     try {
-      fixed = await runFixedRate(bench, weir, mode, fixedRate(options, mode), lagProbe);
-      // The fixed rate, if ingest kept up with it, is a floor for the search: a closed-loop probe can
-      // starve ingest of CPU and understate what the roles sustain together.
-      max = options.skipMax
-        ? undefined
-        : await runMaxThroughput(
-            bench,
-            weir,
-            mode,
-            fixed.measurement.caughtUp ? fixed.rate : 0,
-            lagProbe ? probeStep : undefined,
-          );
-    } finally {
-      exit = await weir.stop();
-    }
-    try {
-      const lags = async (run: LagRun | undefined, name: string): Promise<LagMeasured | undefined> => {
-        if (!run) return undefined;
-        const result = await lagResult(run.samples, run.window, run.intervalMs, (sql) => weir.sql(sql));
-        bench.progress(
-          `  lag       ${name}: ack → visible p50 ${result.lag.p50} ms, p99 ${result.lag.p99} ms ` +
-            `(${result.visible} of ${result.acked} samples visible)`,
-        );
-        return { ...run, result };
-      };
-      const lag = await lags(lagProbe?.run, `fixed ${fixed.rate} req/s`);
-      const sustained = max?.sustained;
-      const sustainedLag = sustained
-        ? await lags(stepProbes.get(sustained.rate)?.run, `sustained ${sustained.rate} req/s`)
-        : undefined;
-      const results = { fixed, max, log: weir.log(), exit };
-      return { mode, ceiling, weir: results, lag, sustainedLag, ratio: ceilingRatio(results, ceiling) };
+      const roles = await measureRoles(bench, weir, mode, (sql) => weir.sql(sql));
+      return { mode, ceiling, ...roles, ratio: ceilingRatio(roles.weir, ceiling) };
     } finally {
       weir.removeData();
     }
