@@ -39,7 +39,16 @@ export interface BenchOptions {
   readonly outDir: string;
   /** JetStream mode: length of the raw JetStream ceiling's run. @default 5000 */
   readonly ceilingMs: number;
+  /**
+   * JetStream mode on the ClickHouse server store (issue 28): measure with 1, 2, … this many `weir ingest`
+   * processes sharing the bus partitions, instead of the one embedded ingest and the raw ceiling.
+   * @default undefined (the embedded-store JetStream bench)
+   */
+  readonly ingest: number | undefined;
 }
+
+/** Most ingest processes `--ingest` starts: each is a Node process on the same 2 cores. */
+export const MAX_INGEST = 8;
 
 /** The rate of a mode's fixed-rate run. */
 export function fixedRate(options: BenchOptions, mode: Mode): number {
@@ -62,7 +71,10 @@ export const USAGE = `usage: npm run bench:capture -- [flags]
   --quiet-wait SECONDS      total wait for a quiet machine before runs, 0 = never (default 30)
   --skip-max                fixed-rate runs only
   --out-dir DIR             results directory (default bench/results)
-  --ceiling SECONDS         jetstream: length of the raw JetStream ceiling run (default 5)`;
+  --ceiling SECONDS         jetstream: length of the raw JetStream ceiling run (default 5)
+  --ingest N                jetstream: on the ClickHouse server store (the test-only
+                            front over chDB), with 1, 2, … N weir ingest processes
+                            sharing the partitions (1..8); no raw ceiling run`;
 
 function positive(name: string, raw: string | undefined, fallback: number, max: number): number {
   if (raw === undefined) return fallback;
@@ -93,6 +105,7 @@ export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
       'out-dir': { type: 'string' },
       bus: { type: 'string' },
       ceiling: { type: 'string' },
+      ingest: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -105,6 +118,11 @@ export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
   const mode = values.mode ?? (bus === 'jetstream' ? 'batch' : 'all');
   if (mode !== 'single' && mode !== 'batch' && mode !== 'all')
     throw new Error(`--mode must be single, batch or all, got '${mode}'`);
+  const ingest = values.ingest === undefined ? undefined : Number(values.ingest);
+  if (ingest !== undefined && bus !== 'jetstream')
+    throw new Error('--ingest measures ingest processes over JetStream: it needs --bus jetstream');
+  if (ingest !== undefined && !(Number.isInteger(ingest) && ingest >= 1 && ingest <= MAX_INGEST))
+    throw new Error(`--ingest must be a whole number in 1..${MAX_INGEST}, got '${values.ingest}'`);
   const warmup = values.warmup === '0' ? 0 : positive('warmup', values.warmup, 60, 600);
   const quietWait = values['quiet-wait'] === '0' ? 0 : positive('quiet-wait', values['quiet-wait'], 30, 3600);
   return {
@@ -122,5 +140,6 @@ export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
     skipMax: values['skip-max'] ?? false,
     outDir: values['out-dir'] ?? 'bench/results',
     ceilingMs: positive('ceiling', values.ceiling, 5, 600) * 1000,
+    ingest,
   };
 }

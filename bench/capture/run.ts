@@ -3,7 +3,8 @@
  * (a fresh embedded instance per mode), each with a fixed-rate open-loop run and a max-throughput search,
  * all from one generator process; prints the tables and writes bench/results/. Servers are measured one at
  * a time so that an idle one's background work (chDB merges) never competes with the one under test.
- * With `--bus jetstream`, issue 3's benchmark of the roles over NATS instead (run-jetstream.ts).
+ * With `--bus jetstream`, issue 3's benchmark of the roles over NATS instead (run-jetstream.ts); with
+ * `--ingest N` as well, issue 28's: 1…N ingest processes on the ClickHouse server store (run-jetstream-ingest.ts).
  */
 import { GeneratorClient } from './generator-client.ts';
 import { QuietGate } from './machine-load.ts';
@@ -22,6 +23,7 @@ import {
   type TargetResults,
 } from './results.ts';
 import { benchJetStream } from './run-jetstream.ts';
+import { benchJetStreamIngest } from './run-jetstream-ingest.ts';
 import { runFixedRate } from './scenario-fixed-rate.ts';
 import { runMaxThroughput } from './scenario-max-throughput.ts';
 import { startBareUws, startWeir, type Target } from './targets.ts';
@@ -77,9 +79,10 @@ async function main(): Promise<number> {
     progress: (line) => process.stderr.write(`${line}\n`),
   };
   try {
-    return options.bus === 'jetstream'
+    if (options.bus === 'embedded') return await benchEmbedded(bench, args, startedAt);
+    return options.ingest === undefined
       ? await benchJetStream(bench, args, startedAt)
-      : await benchEmbedded(bench, args, startedAt);
+      : await benchJetStreamIngest(bench, args, startedAt);
   } finally {
     await generator.stop();
   }
