@@ -43,7 +43,10 @@ const SHARE_TIMEOUT_MS = 30_000;
 export type StoreEnv = Readonly<Record<string, string>>;
 
 export interface ScaledWeir extends Target {
-  /** `weir_bus_partitions_held` of each ingest process now; undefined where the metric is missing. */
+  /**
+   * Live-lane partitions each ingest process holds now (`weir_bus_partitions_held{lane="live"}`; the
+   * historical lane is one more, held by one process); undefined where the metric is missing.
+   */
   partitionsHeld(): Promise<(number | undefined)[]>;
   /** `weir_ingest_events_total` of each ingest process since it started. */
   storedByProcess(): Promise<number[]>;
@@ -51,14 +54,19 @@ export interface ScaledWeir extends Target {
   readonly partitions: number;
 }
 
-/** One process's `/metrics` summed over one metric's series; undefined when the process reports none. */
-async function metric(baseUrl: string, name: string): Promise<number | undefined> {
+/**
+ * One process's `/metrics` summed over one metric's series (those whose labels include `label`, e.g.
+ * `lane="live"`); undefined when the process reports none.
+ */
+async function metric(baseUrl: string, name: string, label = ''): Promise<number | undefined> {
   const res = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(10_000) });
   const text = await res.text();
   let sum: number | undefined;
-  for (const line of text.split('\n'))
-    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`))
+  for (const line of text.split('\n')) {
+    const series = line.startsWith(`${name} `) || line.startsWith(`${name}{`);
+    if (series && line.slice(0, line.lastIndexOf(' ')).includes(label))
       sum = (sum ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
   return sum;
 }
 
@@ -234,7 +242,8 @@ async function compose(p: Parts): Promise<ScaledWeir> {
         await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
       }
     },
-    partitionsHeld: () => Promise.all(ingests.map((i) => metric(i.baseUrl, 'weir_bus_partitions_held'))),
+    partitionsHeld: () =>
+      Promise.all(ingests.map((i) => metric(i.baseUrl, 'weir_bus_partitions_held', 'lane="live"'))),
     storedByProcess: () =>
       Promise.all(ingests.map(async (i) => (await metric(i.baseUrl, 'weir_ingest_events_total')) ?? 0)),
     log() {
