@@ -92,6 +92,22 @@ export class Metrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly ingestSharedConflicts = new Counter({
+    name: 'weir_ingest_shared_state_conflicts_total',
+    help:
+      'Conditional writes of shared person and group state (NATS KV, several ingest processes) that lost to ' +
+      'another write and were worked out again, by record: person, link, group, types.',
+    labelNames: ['record'] as const,
+    registers: [this.registry],
+  });
+  readonly ingestSharedCompletions = new Counter({
+    name: 'weir_ingest_shared_state_completions_total',
+    help:
+      'Changes another event left half done in shared person state (a merge absorbed, a link joined) that ' +
+      'this process completed on reaching them, by change: merge, link.',
+    labelNames: ['change'] as const,
+    registers: [this.registry],
+  });
   readonly storeInsertDuration = new Histogram({
     name: 'weir_store_insert_duration_seconds',
     help: 'Duration of one group-committed store insert.',

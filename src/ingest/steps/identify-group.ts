@@ -1,5 +1,5 @@
 import { OK, type PipelineEvent, type Step, type StepResult } from '../../core/step.ts';
-import type { GroupState } from '../persons/group-state.ts';
+import type { Groups } from '../persons/persons.ts';
 import { MAX_GROUP_TYPES } from '../persons/group-types.ts';
 import { eventWarning, PERSON_WARNINGS } from '../persons/warnings.ts';
 
@@ -8,7 +8,7 @@ import { eventWarning, PERSON_WARNINGS } from '../persons/warnings.ts';
  * merged one level deep. The event itself is stored either way; a sixth group type of a project gets no
  * index and no group, only a warning.
  */
-export function identifyGroup(groups: GroupState): Step {
+export function identifyGroup(groups: Groups): Step {
   return {
     name: 'identify-group',
     // A group is read or written through the store's queue: the event waits in its partition.

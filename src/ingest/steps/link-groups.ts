@@ -1,5 +1,5 @@
 import { OK, type PipelineEvent, type Step, type StepResult } from '../../core/step.ts';
-import type { GroupState } from '../persons/group-state.ts';
+import type { Groups } from '../persons/persons.ts';
 import { MAX_GROUP_TYPES } from '../persons/group-types.ts';
 import { eventWarning, PERSON_WARNINGS } from '../persons/warnings.ts';
 
@@ -9,7 +9,7 @@ import { eventWarning, PERSON_WARNINGS } from '../persons/warnings.ts';
  * makes groups). A type past the project's five is left out, with a warning the first time this process
  * meets it: an SDK sends `$groups` on every event, and one warning per event would bury the others.
  */
-export function linkGroups(groups: GroupState): Step {
+export function linkGroups(groups: Groups): Step {
   return {
     name: 'link-groups',
     // Group types are read through the store's queue (once per project): such events wait in their partition.

@@ -1,12 +1,12 @@
 import { OK, type PipelineEvent, type Step, type StepResult } from '../../core/step.ts';
-import type { PersonOutcome, PersonState } from '../persons/person-state.ts';
+import type { PersonOutcome, Persons } from '../persons/persons.ts';
 
 /**
  * Gives an identified event its person (SPEC §2): merges for `$identify` / `$create_alias`, applies
  * `$set` / `$set_once` / `$unset`, and records the person's id and properties after this event on the
  * event row. Anonymous events (`propertyless`) were given their id already and are left alone.
  */
-export function processPerson(persons: PersonState): Step {
+export function processPerson(persons: Persons): Step {
   return {
     name: 'process-person',
     prepare: (events) => persons.prefetch(events),
