@@ -11,7 +11,7 @@ import { httpUrl } from './http/server.ts';
 import { mountApi } from './roles/api.ts';
 import type { RoleCatalog } from './roles/catalog.ts';
 import { CaptureThreads } from './roles/capture-threads.ts';
-import type { LoggedStore } from './store/embedded/logged-store.ts';
+import type { OpenedStore } from './store/open-store.ts';
 import { mountCapture } from './roles/capture-role.ts';
 import { consumeBus, openDataDir, openPropertyDefinitions, startIngest, type Weir } from './roles/owner.ts';
 import type { PropertyDefinitionRegistry } from './ingest/property-definitions.ts';
@@ -22,7 +22,7 @@ export type { Weir } from './roles/owner.ts';
 
 /**
  * The composition root of `weir start`: everything in one process. Config → data directory (lock, catalog,
- * chDB store) → ingest actors → bus → capture → HTTP. The bus is embedded (capture hands events straight to
+ * store: chDB, or a ClickHouse server with WEIR_CLICKHOUSE_URL) → ingest actors → bus → capture → HTTP. The bus is embedded (capture hands events straight to
  * ingest), or JetStream when WEIR_NATS_URL is set: capture publishes, and this process consumes every lane
  * too. `weir capture` and `weir ingest` are composed from the same parts in `roles/`.
  */
@@ -73,7 +73,7 @@ async function serveWithCaptureThreads(
   config: Config,
   deps: {
     catalog: RoleCatalog;
-    store: LoggedStore;
+    store: OpenedStore;
     bus: { bus: Bus; isReady: () => boolean };
     metrics: Metrics;
     logger: Logger;

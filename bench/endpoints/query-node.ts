@@ -30,7 +30,7 @@ import { startWeir } from '../../src/main.ts';
 import { DEFAULT_LIMITS, printClickHouse } from '../../src/query/clickhouse/printer.ts';
 import { bindVariables } from '../../src/query/clickhouse/variables.ts';
 import { compileQuery } from '../../src/query/hogql-query.ts';
-import type { ClickHouseStore } from '../../src/store/embedded/chdb-client.ts';
+import type { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
 import {
   REPO_ROOT,
   freePort,
@@ -227,7 +227,7 @@ try {
     );
     try {
       process.stderr.write(`generating ${GENERATED.toLocaleString('en')} events…\n`);
-      await generate(weir.store as unknown as ClickHouseStore, { events: GENERATED });
+      await generate(weir.store as unknown as ChdbClient, { events: GENERATED });
       await weir.store.command('OPTIMIZE TABLE events FINAL');
       const [sizes] = await weir.store.query<{ total: string; day: string }>(
         `SELECT count() AS total, countIf(timestamp >= '${ONE_DAY.since}' AND timestamp < '${ONE_DAY.until}') AS day

@@ -19,7 +19,7 @@ import { startWeir } from '../../src/main.ts';
 import { DEFAULT_LIMITS, printClickHouse } from '../../src/query/clickhouse/printer.ts';
 import { bindVariables } from '../../src/query/clickhouse/variables.ts';
 import { compileQuery } from '../../src/query/hogql-query.ts';
-import type { ClickHouseStore } from '../../src/store/embedded/chdb-client.ts';
+import type { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
 import { REPO_ROOT, freePort, spawnTracked, stopChild, waitUntilReady } from '../capture/child-processes.ts';
 import { generate } from '../query/dataset.ts';
@@ -76,7 +76,7 @@ let overhead: { storeMs: number; runMs: number; ratio: number; rounds: number } 
 
 try {
   process.stderr.write(`generating ${GENERATED.toLocaleString('en')} events…\n`);
-  await generate(weir.store as unknown as ClickHouseStore, { events: GENERATED });
+  await generate(weir.store as unknown as ChdbClient, { events: GENERATED });
   await weir.store.command('OPTIMIZE TABLE events FINAL');
   const sizes = await weir.store.query<{ range: string; n: string }>(
     `SELECT '1M' AS range, count() AS n FROM events FINAL WHERE project_id = 1 AND timestamp < '${RANGES['1M'].until}'

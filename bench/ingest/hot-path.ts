@@ -21,7 +21,7 @@ import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import { IngestService } from '../../src/ingest/ingest-service.ts';
 import { PropertyDefinitionRegistry } from '../../src/ingest/property-definitions.ts';
-import { openEmbeddedStore } from '../../src/store/embedded/logged-store.ts';
+import { openEmbeddedStore } from '../../src/store/embedded/open-embedded-store.ts';
 
 const { values } = parseArgs({
   options: {

@@ -18,7 +18,8 @@ import { join } from 'node:path';
 import { createLogger } from '../../src/core/logger.ts';
 import { runCompiledQuery } from '../../src/query/hogql-query.ts';
 import { finishInsightRows, prepareInsightRun, readInsight } from '../../src/query/insights/insight.ts';
-import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
+import { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
+import { migrate } from '../../src/store/migrate.ts';
 import { OtherLoadProbe, QuietGate } from '../capture/machine-load.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
 import { generate } from '../query/dataset.ts';
@@ -39,7 +40,7 @@ const startedAt = new Date().toISOString();
 const scenarios = SCENARIOS.filter((s) => only === undefined || s.name.includes(only));
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-bench-insights-'));
-const store = ClickHouseStore.open({ kind: 'chdb', path: join(dir, 'chdb') });
+const store = ChdbClient.open(join(dir, 'chdb'));
 try {
   await migrate(store, createLogger('silent'));
   for (const table of ['events', 'persons', 'person_distinct_ids'])
@@ -114,7 +115,7 @@ function uncommitted(dir: string): string[] {
   }
 }
 
-async function partsOf(s: ClickHouseStore): Promise<string> {
+async function partsOf(s: ChdbClient): Promise<string> {
   const rows = await s.query<{ table: string; parts: string }>(
     "SELECT table, toString(count()) AS parts FROM system.parts WHERE active AND table IN ('events', 'person_distinct_ids') GROUP BY table ORDER BY table",
   );

@@ -8,7 +8,7 @@
  * points it at another person (a merge), so that person's events under two distinct ids count once. A few
  * distinct ids get no row at all (the event's own `person_id` stands then).
  */
-import type { ClickHouseStore } from '../../src/store/embedded/chdb-client.ts';
+import type { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
 
 export interface Scenario {
   readonly name: string;
@@ -46,7 +46,7 @@ export function eventsWhere(condition: string, from: string, to: string): string
  * row), and for N % 50 = 1 a version-2 row → person N − 1 (merged into the previous person). Two inserts, so
  * FINAL has versions to choose between until the parts merge.
  */
-export async function writePersonDistinctIds(store: ClickHouseStore): Promise<void> {
+export async function writePersonDistinctIds(store: ChdbClient): Promise<void> {
   const person = (n: string): string => `reinterpretAsUUID(toUInt64(${n}))`;
   await store.command(`
     INSERT INTO person_distinct_ids (project_id, distinct_id, person_id, version)

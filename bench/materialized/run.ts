@@ -18,7 +18,7 @@ import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { tuneHeap } from '../../src/core/heap-tuning.ts';
 import { startWeir } from '../../src/main.ts';
-import type { ClickHouseStore } from '../../src/store/embedded/chdb-client.ts';
+import type { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
 import { OtherLoadProbe, QuietGate } from '../capture/machine-load.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
 import { generate } from '../query/dataset.ts';
@@ -68,7 +68,7 @@ const notes: string[] = [];
 try {
   process.stderr.write(`generating ${GENERATED.toLocaleString('en')} events…\n`);
   const generating = performance.now();
-  await generate(weir.store as unknown as ClickHouseStore, { events: GENERATED });
+  await generate(weir.store as unknown as ChdbClient, { events: GENERATED });
   await weir.store.command('OPTIMIZE TABLE events FINAL');
   const generateSeconds = (performance.now() - generating) / 1000;
   const [count] = await weir.store.query<{ n: string }>(

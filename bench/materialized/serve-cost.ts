@@ -27,12 +27,13 @@ import {
   planMaterialization,
   servingVariables,
 } from '../../src/query/materialize/rewrite.ts';
-import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
+import { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
+import { migrate } from '../../src/store/migrate.ts';
 import { DECLARED, QUERY, variableValues } from './endpoint.ts';
 
 const rounds = Number(process.argv[2] ?? 300);
 const dir = mkdtempSync(join(tmpdir(), 'weir-serve-cost-'));
-const store = ClickHouseStore.open({ kind: 'chdb', path: join(dir, 'chdb') });
+const store = ChdbClient.open(join(dir, 'chdb'));
 try {
   await migrate(store, createLogger('silent'));
   const engine = new Session(join(dir, 'chdb'));

@@ -3,7 +3,7 @@
  * 90 days in time-ordered chunks, as ingestion writes them (9 in 10 for project 1, the rest for project 2),
  * 200,000 persons per project, and a share of retried events stored a second time under the same uuid.
  */
-import type { ClickHouseStore } from '../../src/store/embedded/chdb-client.ts';
+import type { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
 
 export interface DatasetOptions {
   readonly events: number;
@@ -45,7 +45,7 @@ function eventsSelect(total: number, from: number, count: number): string {
     FROM numbers(${from}, ${count})`;
 }
 
-export async function generate(store: ClickHouseStore, options: DatasetOptions): Promise<void> {
+export async function generate(store: ChdbClient, options: DatasetOptions): Promise<void> {
   const chunks = options.chunks ?? 10;
   const per = Math.ceil(options.events / chunks);
   const columns =

@@ -4,7 +4,7 @@
  * alternative here is written at its best: the filter inside, before deduplication (valid only because
  * copies are identical). Weir's printer could not do that for every filter of a query; FINAL applies to any.
  */
-import type { ClickHouseStore } from '../../src/store/embedded/chdb-client.ts';
+import type { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
 
 export interface DedupRow {
   readonly question: string;
@@ -30,7 +30,7 @@ const WAYS: Record<string, Record<string, string>> = {
   },
 };
 
-export async function measureDedup(store: ClickHouseStore, rounds: number): Promise<DedupRow[]> {
+export async function measureDedup(store: ChdbClient, rounds: number): Promise<DedupRow[]> {
   const out: DedupRow[] = [];
   for (const [question, ways] of Object.entries(WAYS)) {
     const answers: Record<string, string> = {};

@@ -76,10 +76,31 @@ export interface Config {
   readonly publishTimeoutMs: number;
   /** fdatasync every commit of the embedded store (survives power loss) or not (survives a crash of Weir). @default true */
   readonly storeFsync: boolean;
-  /** MiB committed to the embedded store's log and not yet applied to its tables before capture answers 503. @default 256 */
+  /**
+   * MiB committed to the embedded store's log and not yet applied to its tables (the server store: MiB sent
+   * in inserts not yet answered) before capture answers 503. @default 256
+   */
   readonly storeMaxPendingMb: number;
   /** Longest a committed row waits before the embedded store applies it to its tables (reads never wait). @default 1000 */
   readonly storeApplyIntervalMs: number;
+  /**
+   * A ClickHouse server's HTTP interface (`http://host:8123`). Set, the store is that server (the server
+   * store: no chDB is loaded, and the data directory is not locked for the store); unset, the embedded chDB
+   * store in the data directory. Credentials go in `clickhouseUser` and `clickhousePassword`, never in the
+   * URL (a URL is logged, and a flag's value is visible to every user of the machine). @default undefined
+   */
+  readonly clickhouseUrl: string | undefined;
+  /** The server store's ClickHouse user. @default 'default' */
+  readonly clickhouseUser: string;
+  /** The server store's ClickHouse password; an environment variable only, never a flag. @default undefined (none) */
+  readonly clickhousePassword: string | undefined;
+  /** The server store's database, created when missing. @default 'default' */
+  readonly clickhouseDatabase: string;
+  /**
+   * A cluster of the ClickHouse servers' `remote_servers`: the schema is made `ON CLUSTER`, with replicated
+   * tables and Distributed tables over the sharded ones (docs/store.md). @default undefined (one server)
+   */
+  readonly clickhouseCluster: string | undefined;
   /**
    * How long JetStream waits for ingest to acknowledge a batch before delivering it again: after an ingest
    * crash, its unacknowledged batches wait this long. Batches still being handled are kept alive. @default 30000
@@ -203,6 +224,34 @@ const kvName: Parser<string> = (raw, name) => {
   return raw.trim();
 };
 
+/**
+ * The server store's URL: http or https, and no credentials in it (they go in WEIR_CLICKHOUSE_USER and
+ * WEIR_CLICKHOUSE_PASSWORD: a URL is logged, and a flag is visible to every user of the machine).
+ */
+const clickhouseUrl: Parser<string | undefined> = (raw, name) => {
+  const text = httpUrl(raw, name)!;
+  const url = new URL(text);
+  if (url.username !== '' || url.password !== '')
+    throw new ConfigError(
+      `${name} must not carry credentials: set WEIR_CLICKHOUSE_USER and WEIR_CLICKHOUSE_PASSWORD instead`,
+    );
+  return text;
+};
+
+/** A ClickHouse name Weir writes into DDL unquoted-safe: letters, digits and `_`, not starting with a digit. */
+const chIdentifier: Parser<string> = (raw, name) => {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(raw.trim()))
+    throw new ConfigError(`${name} must be letters, digits and _ (not starting with a digit), got '${raw}'`);
+  return raw.trim();
+};
+
+/** A cluster name of `remote_servers` (written as a string literal in `ON CLUSTER '…'`). */
+const chCluster: Parser<string | undefined> = (raw, name) => {
+  if (!/^[A-Za-z0-9_.-]+$/.test(raw.trim()))
+    throw new ConfigError(`${name} must be letters, digits, _, . and -, got '${raw}'`);
+  return raw.trim();
+};
+
 /** A shared secret: long enough that guessing it is hopeless. Never echoed in an error. */
 const secret: Parser<string | undefined> = (raw, name) => {
   if (raw.trim().length < 16) throw new ConfigError(`${name} must be at least 16 characters`);
@@ -263,6 +312,33 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     env: 'WEIR_STORE_APPLY_INTERVAL_MS',
     parse: int(1, 60_000),
     default: 1000,
+  },
+  clickhouseUrl: {
+    key: 'clickhouseUrl',
+    env: 'WEIR_CLICKHOUSE_URL',
+    flag: 'clickhouse-url',
+    parse: clickhouseUrl,
+    default: undefined,
+  },
+  clickhouseUser: { key: 'clickhouseUser', env: 'WEIR_CLICKHOUSE_USER', parse: str, default: 'default' },
+  clickhousePassword: {
+    key: 'clickhousePassword',
+    env: 'WEIR_CLICKHOUSE_PASSWORD',
+    // An empty password is a password (ClickHouse's `default` user has none out of the box).
+    parse: (raw) => raw,
+    default: undefined,
+  },
+  clickhouseDatabase: {
+    key: 'clickhouseDatabase',
+    env: 'WEIR_CLICKHOUSE_DATABASE',
+    parse: chIdentifier,
+    default: 'default',
+  },
+  clickhouseCluster: {
+    key: 'clickhouseCluster',
+    env: 'WEIR_CLICKHOUSE_CLUSTER',
+    parse: chCluster,
+    default: undefined,
   },
   dedupWindow: {
     key: 'dedupWindow',
@@ -423,6 +499,15 @@ export function loadConfig(
   // A key id without its secret (or the reverse) would silently fall back to the SDK's credential chain.
   if ((out['s3AccessKeyId'] === undefined) !== (out['s3SecretAccessKey'] === undefined))
     problems.push('WEIR_S3_ACCESS_KEY_ID and WEIR_S3_SECRET_ACCESS_KEY must be set together');
+  // The server store's settings without its URL would silently run the embedded store.
+  if (out['clickhouseUrl'] === undefined)
+    for (const name of [
+      'WEIR_CLICKHOUSE_USER',
+      'WEIR_CLICKHOUSE_PASSWORD',
+      'WEIR_CLICKHOUSE_DATABASE',
+      'WEIR_CLICKHOUSE_CLUSTER',
+    ])
+      if (env[name] !== undefined) problems.push(`${name} is set without WEIR_CLICKHOUSE_URL`);
   if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   out['dataDir'] = resolve(out['dataDir'] as string);
   return Object.freeze(out) as unknown as Config;

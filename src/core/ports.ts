@@ -27,53 +27,59 @@ export type Row = Record<string, unknown>;
  */
 export type Values = readonly unknown[];
 
-/** The analytical store (ClickHouse, or chDB in-process). */
+/**
+ * The analytical store. Two adapters: embedded (chDB in-process under a commit log, store/embedded/) and
+ * server (ClickHouse over HTTP, store/server/); every member means something in both.
+ */
 export interface Store {
   /** Inserts rows; resolves when they are committed. */
   insert(table: string, rows: readonly Row[]): Promise<void>;
   /** Inserts rows given as values in the order of `columns` (the rest take their defaults); as `insert`. */
   insertValues(table: string, columns: readonly string[], rows: readonly Values[]): Promise<void>;
   /**
-   * A store that writes rows as bytes anyway may offer these two together: `encode` makes the bytes of some
-   * rows (objects, or values) at once, and `insertEncoded` commits several such encodings as one insert of
-   * `rows` rows (with `columns` when the rows are values). The group-commit writer then holds bytes, not row
-   * objects, while an earlier commit is under way: objects held that long outlive young-generation GCs,
-   * which then spend their time copying them.
+   * The bytes of some rows (objects, or values), made at once: a JSON array of them. `insertEncoded` commits
+   * several such encodings as one insert. The group-commit writer holds bytes, not row objects, while an
+   * earlier commit is under way: objects held that long outlive young-generation GCs, which then spend their
+   * time copying them.
    */
-  encode?(rows: readonly Row[] | readonly Values[]): Buffer;
+  encode(rows: readonly Row[] | readonly Values[]): Buffer;
   /**
-   * How many commits the store takes at once to advantage (the group-commit writer keeps up to this many
-   * under way). @default 1 — the rest are batched behind the one under way. No store takes more today: the
-   * embedded store's commit log measured best with one (logged-store.ts), and a ClickHouse server gets one
-   * insert per table at a time.
+   * Commits encodings of `encode` (all objects, or all values in the order of `columns`) as one insert of
+   * `rows` rows: one block, retried whole under one deduplication token, so a retry never stores it twice.
    */
-  readonly commitsInFlight?: number;
-  /**
-   * This process is the only one that writes the store (the embedded store: its data directory is locked
-   * to one process). Ingest may then keep state of its own about what the store holds, such as which
-   * distinct ids have a person. @default false
-   */
-  readonly soleWriter?: boolean;
-  insertEncoded?(
+  insertEncoded(
     table: string,
     rows: number,
     chunks: readonly Buffer[],
     columns?: readonly string[],
   ): Promise<void>;
+  /**
+   * How many commits the store takes at once to advantage (the group-commit writer keeps up to this many
+   * under way, and batches the rest behind them): one for the embedded store (its commit log measured best
+   * with one), more for a server, which runs inserts side by side.
+   */
+  readonly commitsInFlight: number;
+  /**
+   * This process is the only one that writes the store: true for the embedded store alone (its data
+   * directory is locked to one process). Ingest may then keep state of its own about what the store holds,
+   * such as which distinct ids have a person. A ClickHouse server may have any number of writers: false.
+   */
+  readonly soleWriter: boolean;
   /** Runs a query with typed parameters (`{name:Type}` placeholders); returns rows as objects. */
   query<T = Row>(sql: string, params?: Record<string, unknown>, options?: QueryOptions): Promise<T[]>;
   /** Runs a statement that returns no rows (DDL). */
   command(sql: string): Promise<void>;
   /**
-   * False while the store is too far behind to take a new request's rows whole; capture then refuses the
-   * request up front (503) rather than have part of it stored. Stores that never fall behind omit it.
+   * False while the store is too far behind to take a new request's rows whole (the embedded store's log not
+   * yet applied, a server's inserts not yet answered, past a bound); capture then refuses the request up
+   * front (503) rather than have part of it stored.
    */
-  accepting?(): boolean;
+  accepting(): boolean;
   /**
-   * Resolves once every row committed before the call is visible to a `fresh: false` query. A store whose
-   * commits are visible at once omits it.
+   * Resolves once every row committed before the call is visible to a `fresh: false` query: when the
+   * embedded store has applied its log that far; at once on a server, whose commits are visible when made.
    */
-  visible?(): Promise<void>;
+  visible(): Promise<void>;
   close(): Promise<void>;
 }
 

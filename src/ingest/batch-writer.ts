@@ -4,17 +4,14 @@ import type { Row, Store, Values } from '../core/ports.ts';
 import { asError } from '../errors/app-error.ts';
 
 interface PendingWrite {
-  /** The rows, or their bytes when the store encodes (then `rows` is empty). */
-  readonly rows: readonly Row[] | readonly Values[];
   /** With rows given as values, their columns (one array for all writes of a kind: compared by identity). */
   readonly columns: readonly string[] | undefined;
-  readonly encoded: Buffer | undefined;
+  /** The rows' bytes (`Store.encode`). */
+  readonly encoded: Buffer;
   readonly count: number;
   readonly resolve: () => void;
   readonly reject: (err: unknown) => void;
 }
-
-const NO_ROWS: readonly Row[] = Object.freeze([]);
 
 export interface BatchWriterConfig {
   /** Most rows in one insert. */
@@ -39,9 +36,6 @@ export interface BatchWriterConfig {
 const ROUND_SPACING_MS = 1;
 const SPACED_FROM_ROWS = 8;
 
-/** Rounds under way at once when the store does not say (`Store.commitsInFlight`). */
-const DEFAULT_ROUNDS = 1;
-
 export interface BatchWriterDeps {
   readonly store: Store;
   readonly metrics: Metrics;
@@ -50,11 +44,11 @@ export interface BatchWriterDeps {
 
 /**
  * Group commit, adaptive: a round takes the rows written in one synchronous stretch; rows accumulate while
- * the store has as many rounds under way as it takes at once (`Store.commitsInFlight`, one unless the
- * store says more), and the next round takes all that accumulated as soon as one returns. Many small
- * requests become few commits without a fixed timer adding latency when load is light; under load, rounds
- * are spaced (`roundSpacingMs`) so that each carries more. A round commits
- * every table that has rows waiting, concurrently: the embedded store folds them into one write of its
+ * the store has as many rounds under way as it takes at once (`Store.commitsInFlight`: one for the
+ * embedded store, more for a server), and the next round takes all that accumulated as soon as one
+ * returns. Many small requests become few commits without a fixed timer adding latency when load is light;
+ * under load, rounds are spaced (`roundSpacingMs`) so that each carries more. A round commits every table
+ * that has rows waiting, concurrently: the embedded store folds them into one write of its
  * commit log (one fdatasync), and a ClickHouse server takes them as parallel inserts. `write` resolves when
  * its rows are committed, and rejects if their commit failed.
  */
@@ -77,15 +71,15 @@ export class BatchWriter {
   constructor(config: BatchWriterConfig, deps: BatchWriterDeps) {
     this.#config = config;
     this.#deps = deps;
-    this.#maxRounds = Math.max(1, deps.store.commitsInFlight ?? DEFAULT_ROUNDS);
+    this.#maxRounds = Math.max(1, deps.store.commitsInFlight);
     this.#spacingMs = config.roundSpacingMs ?? ROUND_SPACING_MS;
     this.#spacedFromRows = config.spacedFromRows ?? SPACED_FROM_ROWS;
   }
 
   /**
-   * Queues rows for the next commit of `table`. A store that encodes (the embedded one) gets them encoded
-   * here, at once: while an earlier commit waits for the disk, the queue then holds bytes, not row objects
-   * that young-generation GCs would have to copy.
+   * Queues rows for the next commit of `table`, encoded here, at once (`Store.encode`): while an earlier
+   * commit waits for the disk or the server, the queue then holds bytes, not row objects that
+   * young-generation GCs would have to copy.
    */
   write(table: string, rows: readonly Row[]): Promise<void> {
     return this.#write(table, rows, undefined);
@@ -105,15 +99,12 @@ export class BatchWriter {
     columns: readonly string[] | undefined,
   ): Promise<void> {
     if (rows.length === 0) return Promise.resolve();
-    let encoded: Buffer | undefined;
-    if (this.#deps.store.encode && this.#deps.store.insertEncoded) {
-      try {
-        encoded = this.#deps.store.encode(rows);
-      } catch (err) {
-        return Promise.reject(asError(err));
-      }
+    let encoded: Buffer;
+    try {
+      encoded = this.#deps.store.encode(rows);
+    } catch (err) {
+      return Promise.reject(asError(err));
     }
-    const kept = encoded ? NO_ROWS : rows;
     const count = rows.length;
     return new Promise<void>((resolve, reject) => {
       let queue = this.#pending.get(table);
@@ -121,14 +112,14 @@ export class BatchWriter {
         queue = [];
         this.#pending.set(table, queue);
       }
-      queue.push({ rows: kept, columns, encoded, count, resolve, reject });
+      queue.push({ columns, encoded, count, resolve, reject });
       this.#schedule();
     });
   }
 
   /** Resolves once every row committed so far is visible to the store's `fresh: false` queries. */
   visible(): Promise<void> {
-    return this.#deps.store.visible?.() ?? Promise.resolve();
+    return this.#deps.store.visible();
   }
 
   /** Resolves when every row written so far has been committed (or failed). */
@@ -220,23 +211,12 @@ export class BatchWriter {
     const started = performance.now();
     let inserted: Promise<void>;
     try {
-      const store = this.#deps.store;
-      const columns = taken[0]!.columns;
-      if (taken[0]!.encoded && store.insertEncoded) {
-        inserted = store.insertEncoded(
-          table,
-          count,
-          taken.map((w) => w.encoded!),
-          columns,
-        );
-      } else {
-        const rows: readonly (Row | Values)[] =
-          taken.length === 1 ? taken[0]!.rows : taken.flatMap((w) => w.rows as readonly (Row | Values)[]);
-        // (Rows come with columns exactly when they are values.)
-        inserted = columns
-          ? store.insertValues(table, columns, rows as readonly Values[])
-          : store.insert(table, rows as readonly Row[]);
-      }
+      inserted = this.#deps.store.insertEncoded(
+        table,
+        count,
+        taken.map((w) => w.encoded),
+        taken[0]!.columns,
+      );
     } catch (err) {
       inserted = Promise.reject(asError(err));
     }

@@ -12,8 +12,6 @@ import { GroupState, groupKeys } from './persons/group-state.ts';
 import { KnownIds } from './persons/known-ids.ts';
 import { PersonRepository } from './persons/person-repository.ts';
 import { PersonState } from './persons/person-state.ts';
-import type { Groups } from './persons/persons.ts';
-import type { SharedStateSource } from './shared/shared-state.ts';
 import { allCommitted } from './persons/state-writes.ts';
 import { assignPersonMode } from './steps/assign-person.ts';
 import { identifyGroup } from './steps/identify-group.ts';
@@ -40,11 +38,6 @@ export interface IngestDeps {
   readonly logger: Logger;
   /** Records the property definitions of what is stored (property-definitions.ts); none when absent. */
   readonly properties?: { observe(events: readonly PipelineEvent[]): void };
-  /**
-   * Person and group state shared with other ingest processes (NATS KV, ingest/shared/): given when the store
-   * has other writers. Without it the state is this process's own, as one process needs.
-   */
-  readonly sharedState?: SharedStateSource;
 }
 
 interface Job {
@@ -94,7 +87,7 @@ export class IngestService {
   readonly #partitions: number;
   readonly #knownIds: KnownIds | undefined;
   readonly #knownGroups: KnownIds | undefined;
-  readonly #groups: Groups;
+  readonly #groups: GroupState;
 
   constructor(config: IngestConfig, deps: IngestDeps) {
     this.#deps = deps;
@@ -103,19 +96,16 @@ export class IngestService {
     this.#dedup = new DedupWindow(config.dedupWindow);
     const state = { store: deps.store, writer: this.#writer };
     // Only a store's sole writer can know every distinct id that has a person, and every group (see KnownIds).
-    // Shared state means other processes write persons too, whatever the store.
-    const sole = deps.store.soleWriter && !deps.sharedState;
-    this.#knownIds = sole ? new KnownIds() : undefined;
-    this.#knownGroups = sole ? new KnownIds() : undefined;
-    const personCache = { cacheSize: config.personCacheSize ?? 100_000 };
-    const groupCache = { cacheSize: config.groupCacheSize ?? 10_000 };
-    const shared = deps.sharedState;
-    const persons = shared
-      ? shared.persons(personCache, { writer: this.#writer, metrics: deps.metrics })
-      : new PersonState(personCache, { ...state, knownIds: this.#knownIds, metrics: deps.metrics });
-    this.#groups = shared
-      ? shared.groups(groupCache, { writer: this.#writer, metrics: deps.metrics })
-      : new GroupState(groupCache, { ...state, knownKeys: this.#knownGroups });
+    this.#knownIds = deps.store.soleWriter ? new KnownIds() : undefined;
+    this.#knownGroups = deps.store.soleWriter ? new KnownIds() : undefined;
+    const persons = new PersonState(
+      { cacheSize: config.personCacheSize ?? 100_000 },
+      { ...state, knownIds: this.#knownIds, metrics: deps.metrics },
+    );
+    this.#groups = new GroupState(
+      { cacheSize: config.groupCacheSize ?? 10_000 },
+      { ...state, knownKeys: this.#knownGroups },
+    );
     // The one place the order of the steps is written down.
     this.#pipeline = new Pipeline([
       assignPersonMode(),
@@ -185,7 +175,7 @@ export class IngestService {
   }
 
   accepting(): boolean {
-    return this.#deps.store.accepting?.() ?? true;
+    return this.#deps.store.accepting();
   }
 
   handle(batch: EventBatch): Promise<void> {

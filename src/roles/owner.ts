@@ -6,14 +6,15 @@ import type { Store } from '../core/ports.ts';
 import { freePort } from '../http/server.ts';
 import { IngestService } from '../ingest/ingest-service.ts';
 import { PropertyDefinitionRegistry } from '../ingest/property-definitions.ts';
-import { type LoggedStore, openEmbeddedStore } from '../store/embedded/logged-store.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
+import { embeddedStore, openStore, type OpenedStore } from '../store/open-store.ts';
 import { openCatalog, type RoleCatalog } from './catalog.ts';
 import type { Teardown } from './teardown.ts';
 
 /**
  * The parts of the process that owns a data directory (`weir start`, `weir ingest`): the lock, the catalog,
- * the chDB store, and ingest. This module loads chDB; `weir capture` never imports it.
+ * the store, and ingest. The embedded store loads chDB when it is the one configured (store/open-store.ts);
+ * `weir capture` never imports this module.
  */
 
 /** A running process that owns a data directory: `weir start` or `weir ingest`. */
@@ -30,15 +31,16 @@ export interface Weir {
 
 export interface OwnedDataDir {
   readonly catalog: RoleCatalog;
-  readonly store: LoggedStore;
+  readonly store: OpenedStore;
 }
 
 /**
- * Locks the data directory (chDB allows one process per directory), opens the catalog (`catalog.json` there,
- * or the NATS KV bucket) and the embedded store
- * (migrated, and with what its commit log held from the last run applied). First it checks that the role's
- * port is free: a first start that failed to listen after making the catalog would have made keys that
- * nobody was shown (they are shown once, and stored hashed).
+ * Locks the data directory when one process alone may hold it (chDB allows one process per directory, and
+ * the file catalog has one writer), opens the catalog (`catalog.json` there, or the NATS KV bucket) and the
+ * store (migrated; the embedded one with what its commit log held from the last run applied). With the server
+ * store and the catalog in NATS KV nothing of the directory is owned, and any number of `weir ingest` may
+ * run. First it checks that the role's port is free: a first start that failed to listen after making the
+ * catalog would have made keys that nobody was shown (they are shown once, and stored hashed).
  */
 export async function openDataDir(
   config: Config,
@@ -46,10 +48,12 @@ export async function openDataDir(
   teardown: Teardown,
 ): Promise<OwnedDataDir> {
   await freePort(config.host, config.port);
-  const lock = DataDirLock.acquire(config.dataDir);
-  teardown.push('release the data directory', () => lock.release());
+  if (embeddedStore(config) || config.catalog === 'file') {
+    const lock = DataDirLock.acquire(config.dataDir);
+    teardown.push('release the data directory', () => lock.release());
+  }
   const catalog = await openCatalog(config, deps, teardown);
-  const store = await openEmbeddedStore(config, deps);
+  const store = await openStore(config, deps);
   teardown.push('close the store', () => store.close());
   return { catalog, store };
 }

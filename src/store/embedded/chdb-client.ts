@@ -1,31 +1,24 @@
-import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { Session } from 'chdb';
 import { createChdbConnection } from 'chdb/connection';
 import {
-  StoreQueryError,
   StoreWaitTimeout,
   type ParquetExporter,
   type ResultTable,
   type Row,
-  type Values,
-  type Store,
   type TableQueryOptions,
   type TableReader,
+  type Values,
 } from '../../core/ports.ts';
-import type { Logger } from '../../core/logger.ts';
-import { ChdbGate, EngineWaitTimeout, type GatePriority } from './chdb-gate.ts';
-import { MIGRATIONS, type Migration } from '../migrations.ts';
+import { columnList, exactIntegers, INSERT_SETTINGS, sqlString } from '../sql.ts';
+import { toStoreQueryError } from '../store-errors.ts';
+import { ChdbGate, EngineWaitTimeout } from './chdb-gate.ts';
 
 type ChConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];
-
-export type StoreLocation =
-  { readonly kind: 'chdb'; readonly path: string } | { readonly kind: 'http'; readonly url: string };
 
 /** chDB's own query call: runs off the main thread; its errors carry the engine's code as `clickhouseCode`. */
 type ChdbQuery = (sql: string, options: { format: string }) => Promise<unknown>;
@@ -81,24 +74,6 @@ class FileInserts {
   }
 }
 
-/** ` (a, b, …)` for the columns of rows given as values; nothing for rows given as objects. */
-function columnList(columns: readonly string[] | undefined): string {
-  return columns ? ` (${columns.map((c) => `\`${c}\``).join(', ')})` : '';
-}
-
-/** A ClickHouse string literal. */
-function sqlString(text: string): string {
-  return `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-}
-
-/**
- * Settings of every insert. Rows reach the store already deduplicated by uuid; re-sorting and collapsing each
- * block costs a good share of a small insert, and merges (or FINAL) still collapse replaced versions. A JSON
- * object given for a String column is stored as its JSON text: a row may carry `properties` as an object, so
- * it is serialised once, with the row, rather than once alone and again escaped inside the row.
- */
-const INSERT_SETTINGS = { optimize_on_insert: 0, input_format_json_read_objects_as_strings: 1 } as const;
-
 /**
  * In-process (chDB), an insert runs on one thread: on a small machine the engine's parallel parsing took the
  * cores capture and ingest run on, for no gain in throughput (measured: the same CPU per row either way), and
@@ -125,25 +100,27 @@ export function embeddedMergeThreads(cores: number): number {
 }
 
 /**
- * The Store on ClickHouse through `@clickhouse/client`: over HTTP to a server, or in-process on chDB via
- * `chdb/connection`. The SQL is the same; only the connection differs. The client's types stay in here.
+ * The chDB engine in this process, through `@clickhouse/client` over `chdb/connection`: the embedded store's
+ * engine (under its commit log, logged-store.ts), and tests' and benchmarks' direct way to the engine. Every
+ * engine call waits its turn at one gate (chDB runs one statement at a time); inserts of whole blocks go in
+ * from a file. The client's and chDB's types stay in here.
  */
-export class ClickHouseStore implements Store, TableReader, ParquetExporter {
+export class ChdbClient implements TableReader, ParquetExporter {
   readonly #client: ClickHouseClient;
-  readonly #fileInserts: FileInserts | undefined;
-  /** In-process (chDB) only: every engine call waits its turn here, not on a thread of Node's pool. */
-  readonly #gate: ChdbGate | undefined;
-  /** In-process only: the connection that configured the engine (see `open`), closed last. */
-  readonly #engine: Session | undefined;
-  /** In-process only: runs a statement with bound parameters that writes its own output file. */
-  readonly #outfile: ChdbBoundQuery | undefined;
+  readonly #fileInserts: FileInserts;
+  /** Every engine call waits its turn here, not on a thread of Node's pool. */
+  readonly #gate: ChdbGate;
+  /** The connection that configured the engine (see `open`), closed last. */
+  readonly #engine: Session;
+  /** Runs a statement with bound parameters that writes its own output file. */
+  readonly #outfile: ChdbBoundQuery;
 
   private constructor(
     client: ClickHouseClient,
-    fileInserts?: FileInserts,
-    gate?: ChdbGate,
-    engine?: Session,
-    outfile?: ChdbBoundQuery,
+    fileInserts: FileInserts,
+    gate: ChdbGate,
+    engine: Session,
+    outfile: ChdbBoundQuery,
   ) {
     this.#client = client;
     this.#fileInserts = fileInserts;
@@ -152,19 +129,21 @@ export class ClickHouseStore implements Store, TableReader, ParquetExporter {
     this.#outfile = outfile;
   }
 
-  /** `onEngineWaiting`: in-process, hears how many engine calls wait for their turn (see ChdbGate). */
+  /**
+   * Opens the engine on the data directory `path` (chDB's own, not Weir's). `onEngineWaiting` hears how many
+   * engine calls wait for their turn (see ChdbGate).
+   */
   static open(
-    location: StoreLocation,
+    path: string,
     options: { readonly onEngineWaiting?: (waiting: number) => void } = {},
-  ): ClickHouseStore {
-    if (location.kind === 'http') return new ClickHouseStore(createClient({ url: location.url }));
+  ): ChdbClient {
     // chDB configures its engine from the first connection to a data directory, and `chdb/connection` opens
     // its own without engine arguments: this session carries them, and stays open as long as the store.
-    const engine = new Session(location.path, {
+    const engine = new Session(path, {
       connectionArgs: [`--background_pool_size=${embeddedMergeThreads(availableParallelism())}`],
     });
     try {
-      const connection = createChdbConnection({ path: location.path });
+      const connection = createChdbConnection({ path });
       // chdb ships its own copy of clickhouse-js's Connection types; the shapes are the same.
       const client = createClient({ connection: connection as unknown as ChConnection });
       const { chdb } = connection as unknown as { chdb: { queryAsync: ChdbQuery } };
@@ -174,23 +153,18 @@ export class ClickHouseStore implements Store, TableReader, ParquetExporter {
         // one adds nothing of its own.
         clear: () => chdb.queryAsync('SELECT 1 FORMAT Null', { format: 'CSV' }),
       });
-      const fileInserts = new FileInserts(join(location.path, 'weir-inserts'), (sql, options) =>
+      const fileInserts = new FileInserts(join(path, 'weir-inserts'), (sql, options) =>
         gate.run('store', () => chdb.queryAsync(sql, options)),
       );
       // The connection's own calls take no parameters; the engine's session does, on the same engine. It
       // serves only statements that write their own output file, so nothing it answers is ever read.
       const outfile: ChdbBoundQuery = (sql, params) =>
         engine.queryBindAsync(sql, params, { format: 'CSV' }).then(() => undefined);
-      return new ClickHouseStore(client, fileInserts, gate, engine, outfile);
+      return new ChdbClient(client, fileInserts, gate, engine, outfile);
     } catch (err) {
       engine.close();
       throw err;
     }
-  }
-
-  /** `work` (one engine call) through the gate when the engine is in-process, else at once. */
-  #call<T>(priority: GatePriority, work: () => Promise<T>, maxWaitMs?: number): Promise<T> {
-    return this.#gate ? this.#gate.run(priority, work, maxWaitMs) : work();
   }
 
   /**
@@ -205,28 +179,17 @@ export class ClickHouseStore implements Store, TableReader, ParquetExporter {
     token: string,
     columns?: readonly string[],
   ): Promise<void> {
-    if (this.#fileInserts) {
-      await this.#fileInserts.insert(
-        table,
-        data,
-        { insert_deduplication_token: token, ...EMBEDDED_INSERT_SETTINGS },
-        columns,
-      );
-      return;
-    }
-    // Over HTTP: the server runs inserts side by side, and nothing here waits on a thread of Node's pool.
-    await this.#client.insert({
+    await this.#fileInserts.insert(
       table,
-      values: Readable.from(data),
-      format: columns ? 'JSONCompactEachRow' : 'JSONEachRow',
-      ...(columns ? { columns: [...columns] as [string, ...string[]] } : {}),
-      clickhouse_settings: { insert_deduplication_token: token, ...INSERT_SETTINGS },
-    });
+      data,
+      { insert_deduplication_token: token, ...EMBEDDED_INSERT_SETTINGS },
+      columns,
+    );
   }
 
   async insert(table: string, rows: readonly Row[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.#call('store', () =>
+    await this.#gate.run('store', () =>
       this.#client.insert({
         table,
         values: rows,
@@ -238,7 +201,7 @@ export class ClickHouseStore implements Store, TableReader, ParquetExporter {
 
   async insertValues(table: string, columns: readonly string[], rows: readonly Values[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.#call('store', () =>
+    await this.#gate.run('store', () =>
       this.#client.insert({
         table,
         values: rows as unknown[][],
@@ -250,7 +213,7 @@ export class ClickHouseStore implements Store, TableReader, ParquetExporter {
   }
 
   async query<T = Row>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
-    const rs = await this.#call('store', () =>
+    const rs = await this.#gate.run('store', () =>
       this.#client.query({ query: sql, query_params: exactIntegers(params), format: 'JSONEachRow' }),
     );
     return rs.json<T>();
@@ -259,8 +222,8 @@ export class ClickHouseStore implements Store, TableReader, ParquetExporter {
   /**
    * Runs one SELECT and returns it as a table. JSONCompactEachRowWithNamesAndTypes: names and types, then rows
    * as arrays. (chDB 3.4 writes JSONCompact out of order for an empty result WITH TOTALS; this format has no
-   * totals, and the resolver refuses WITH TOTALS.) A reader's query: in-process, the store's own work goes
-   * first (see ChdbGate).
+   * totals, and the resolver refuses WITH TOTALS.) A reader's query: the store's own work goes first (see
+   * ChdbGate).
    */
   async queryTable(
     sql: string,
@@ -269,7 +232,7 @@ export class ClickHouseStore implements Store, TableReader, ParquetExporter {
   ): Promise<ResultTable> {
     let lines: unknown[][];
     try {
-      const rs = await this.#call(
+      const rs = await this.#gate.run(
         'reader',
         () =>
           this.#client.query({
@@ -281,16 +244,15 @@ export class ClickHouseStore implements Store, TableReader, ParquetExporter {
       );
       lines = await rs.json<unknown[]>();
     } catch (err) {
-      throw toStoreQueryError(err);
+      throw toEmbeddedQueryError(err);
     }
     const [columns = [], types = [], ...rows] = lines;
     return { columns: columns.map(String), types: types.map(String), rows };
   }
 
   /**
-   * Writes a SELECT's result to `path` as Parquet. In-process the engine writes the file itself (`INTO
-   * OUTFILE`); from a server the answer is streamed to the file. Either way the result never sits whole in
-   * this process's memory.
+   * Writes a SELECT's result to `path` as Parquet: the engine writes the file itself (`INTO OUTFILE`), so the
+   * result never sits whole in this process's memory.
    */
   async exportParquet(
     sql: string,
@@ -299,88 +261,31 @@ export class ClickHouseStore implements Store, TableReader, ParquetExporter {
     options: TableQueryOptions = {},
   ): Promise<void> {
     try {
-      if (this.#outfile) {
-        const outfile = this.#outfile;
-        await this.#call(
-          'reader',
-          () => outfile(`${sql} INTO OUTFILE ${sqlString(path)} FORMAT Parquet`, exactIntegers(params)),
-          options.maxWaitMs,
-        );
-        return;
-      }
-      const result = await this.#client.exec({
-        query: `${sql} FORMAT Parquet`,
-        query_params: exactIntegers(params),
-      });
-      await pipeline(result.stream, createWriteStream(path));
+      await this.#gate.run(
+        'reader',
+        () => this.#outfile(`${sql} INTO OUTFILE ${sqlString(path)} FORMAT Parquet`, exactIntegers(params)),
+        options.maxWaitMs,
+      );
     } catch (err) {
-      throw toStoreQueryError(err);
+      throw toEmbeddedQueryError(err);
     }
   }
 
   async command(sql: string): Promise<void> {
-    await this.#call('store', () => this.#client.command({ query: sql }));
+    await this.#gate.run('store', () => this.#client.command({ query: sql }));
   }
 
   async close(): Promise<void> {
     try {
       await this.#client.close();
     } finally {
-      this.#engine?.close();
+      this.#engine.close();
     }
   }
 }
 
-/**
- * Parameters with each whole number beyond ±2^53 (a variable's 1e20) as a bigint of the same value. chDB's
- * client refuses such a number (it cannot tell one that lost digits on the way), though the engine reads it
- * well: as a bigint it is written digit for digit, the exact value of the double, by either client.
- */
-function exactIntegers(params: Record<string, unknown>): Record<string, unknown> {
-  let out: Record<string, unknown> | undefined;
-  for (const [k, v] of Object.entries(params)) {
-    const exact = exactInteger(v);
-    if (exact !== v) (out ??= { ...params })[k] = exact;
-  }
-  return out ?? params;
-}
-
-function exactInteger(value: unknown): unknown {
-  if (typeof value === 'number')
-    return Number.isSafeInteger(value) || !Number.isInteger(value) ? value : BigInt(value);
-  return Array.isArray(value) && value.some((v) => exactInteger(v) !== v) ? value.map(exactInteger) : value;
-}
-
-/** The engine's error as a StoreQueryError; anything else (a broken connection, a bug) as it is. */
-function toStoreQueryError(err: unknown): unknown {
+/** A wait for the gate given up as the store's timeout; the engine's own errors as StoreQueryError. */
+function toEmbeddedQueryError(err: unknown): unknown {
   if (err instanceof EngineWaitTimeout) return new StoreWaitTimeout(err.message);
-  // Matched by shape: chDB's connection builds its errors with its own copy of clickhouse-js's error class.
-  const { code, type } = err as { code?: unknown; type?: unknown };
-  if (!(err instanceof Error) || typeof code !== 'string' || !/^\d+$/.test(code) || typeof type !== 'string')
-    return err;
-  const message = err.message.replace(/\s*\(version [^)]*\)\s*$/, '').trim();
-  return new StoreQueryError(Number(code), type, message);
-}
-
-/** Applies the migrations not yet recorded, in order. Safe to run at every start. */
-export async function migrate(
-  store: Store,
-  logger: Logger,
-  migrations: readonly Migration[] = MIGRATIONS,
-): Promise<void> {
-  await store.command(
-    `CREATE TABLE IF NOT EXISTS weir_migrations (version UInt32, name String, applied_at DateTime DEFAULT now())
-     ENGINE = MergeTree ORDER BY version`,
-  );
-  const applied = new Set(
-    (await store.query<{ version: number }>('SELECT version FROM weir_migrations')).map((r) =>
-      Number(r.version),
-    ),
-  );
-  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (applied.has(m.version)) continue;
-    for (const statement of m.statements) await store.command(statement);
-    await store.insert('weir_migrations', [{ version: m.version, name: m.name }]);
-    logger.info({ version: m.version, name: m.name }, 'applied schema migration');
-  }
+  return toStoreQueryError(err);
 }

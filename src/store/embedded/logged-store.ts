@@ -1,5 +1,3 @@
-import { appendFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type {
@@ -12,9 +10,12 @@ import type {
   TableReader,
   Values,
 } from '../../core/ports.ts';
-import { ClickHouseStore, migrate } from './chdb-client.ts';
-import { CommitLog, comparePositions, type LogFrame, type LogPosition } from './commit-log.ts';
 import { asError } from '../../errors/app-error.ts';
+import { jsonArrayOf, JsonRowEncoder } from '../json-rows.ts';
+import { StoreBusyError } from '../store-errors.ts';
+import type { ChdbClient } from './chdb-client.ts';
+import { CommitLog, comparePositions, type LogFrame, type LogPosition } from './commit-log.ts';
+import { LogApplier } from './log-applier.ts';
 
 export interface LoggedStoreOptions {
   /** Directory of the commit log. */
@@ -32,27 +33,6 @@ export interface LoggedStoreOptions {
 export interface LoggedStoreDeps {
   readonly logger: Logger;
   readonly metrics: Metrics;
-}
-
-/** The store cannot take more rows until the tables catch up with the commit log. */
-export class StoreBusyError extends Error {
-  constructor(pendingBytes: number) {
-    super(`the store is behind: ${pendingBytes} bytes committed and not yet applied`);
-    this.name = 'StoreBusyError';
-  }
-}
-
-/**
- * ClickHouse errors that say a row's data is bad (a parse or type error), as opposed to the store being
- * unable to write at all. Only these make the applier look for the rows at fault.
- */
-const DATA_ERROR_CODES = new Set([
-  6, 26, 27, 33, 38, 41, 53, 69, 70, 72, 73, 117, 131, 321, 376, 407, 441, 467, 468, 691,
-]);
-
-function isDataError(err: unknown): boolean {
-  const code = (err as { clickhouseCode?: unknown }).clickhouseCode;
-  return typeof code === 'number' && DATA_ERROR_CODES.has(code);
 }
 
 // Capped at Retry-After's one second: a client told to come back then should find the store caught up.
@@ -76,14 +56,16 @@ const COMMITS_IN_FLIGHT = 1;
  *
  * Each block is applied with a deduplication token recorded before its inserts, so a block re-applied after
  * a crash is not stored twice. A row the engine refuses (bad data) is found by bisection, written to
- * `rejected.jsonl` beside the log, counted and logged; the rest of its block is applied. Any other failure
- * leaves the block in the log and is retried with backoff; past `maxPendingBytes` inserts are refused, which
- * capture answers with 503.
+ * `rejected.jsonl` beside the log, counted and logged; the rest of its block is applied (log-applier.ts). Any
+ * other failure leaves the block in the log and is retried with backoff; past `maxPendingBytes` inserts are
+ * refused, which capture answers with 503.
  */
 export class LoggedStore implements Store, TableReader, ParquetExporter {
   /** chDB holds the data directory locked: nothing else writes these tables while this process runs. */
   readonly soleWriter = true;
-  readonly #inner: ClickHouseStore;
+  readonly commitsInFlight = COMMITS_IN_FLIGHT;
+  readonly #inner: ChdbClient;
+  readonly #applier: LogApplier;
   readonly #log: CommitLog;
   readonly #deps: LoggedStoreDeps;
   readonly #options: Required<LoggedStoreOptions>;
@@ -97,19 +79,18 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
   /** Pending bytes from which the applier starts at once rather than at its interval (see the class). */
   readonly #applyAtBytes: number;
   #closed = false;
-  /** Where `encode` writes: a shared slab, as Node's pool does for small buffers (see `encode`). */
-  #slab = Buffer.alloc(0);
-  #slabUsed = 0;
+  readonly #encoder = new JsonRowEncoder();
   #visibleWaiters: { readonly target: LogPosition; readonly resolve: () => void }[] = [];
 
   private constructor(
-    inner: ClickHouseStore,
+    inner: ChdbClient,
     log: CommitLog,
     applied: LogPosition,
     options: Required<LoggedStoreOptions>,
     deps: LoggedStoreDeps,
   ) {
     this.#inner = inner;
+    this.#applier = new LogApplier({ dir: options.dir }, { engine: inner, ...deps });
     this.#log = log;
     this.#applied = applied;
     this.#options = options;
@@ -119,7 +100,7 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
 
   /** Opens the commit log over `inner` and applies whatever a previous run left in it. */
   static async open(
-    inner: ClickHouseStore,
+    inner: ChdbClient,
     options: LoggedStoreOptions,
     deps: LoggedStoreDeps,
   ): Promise<LoggedStore> {
@@ -174,26 +155,9 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
     return this.insertEncoded(table, rows.length, [data], columns);
   }
 
-  /**
-   * One JSON array of the rows: a third less CPU than a JSON text per row (2.4 against 3.5 µs a row, bytes
-   * included, measured on event rows), and ClickHouse's JSONEachRow reads an array of objects as rows (for
-   * rows of values, the applier hands JSONCompactEachRow the array's members).
-   */
+  /** One JSON array of the rows (see JsonRowEncoder): the commit copies it into its frame. */
   encode(rows: readonly Row[] | readonly Values[]): Buffer {
-    const text = JSON.stringify(rows);
-    // A JSON text of a few rows is ~0.5-15 KB: past Node's own 4 KB pool, `Buffer.from` would make each its own
-    // ArrayBuffer (2.5× the time of writing into a slab, measured on 6.7 KB texts, and an external allocation
-    // each, which drives GC). Encodings are short-lived (the commit copies them into its frame), so a slab
-    // is let go soon after it fills.
-    const most = text.length * 3;
-    if (most > SLAB_BYTES / 4) return Buffer.from(text);
-    if (this.#slabUsed + most > this.#slab.length) {
-      this.#slab = Buffer.allocUnsafe(SLAB_BYTES);
-      this.#slabUsed = 0;
-    }
-    const start = this.#slabUsed;
-    this.#slabUsed += this.#slab.write(text, start);
-    return this.#slab.subarray(start, this.#slabUsed);
+    return this.#encoder.encode(rows);
   }
 
   /**
@@ -407,28 +371,7 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
     const to = block.at(-1)!.end;
     await this.#log.beginApply({ from: this.#applied, to, token });
     const started = performance.now();
-    // One insert per table and form: rows as objects, or as values of one column list.
-    const inserts = new Map<
-      string,
-      { table: string; columns: readonly string[] | undefined; parts: Buffer[] }
-    >();
-    let rows = 0;
-    for (const f of block) {
-      rows += f.rows;
-      const key = f.columns ? `${f.table}(${f.columns.join(',')})` : f.table;
-      const insert = inserts.get(key);
-      if (insert) insert.parts.push(f.data);
-      else inserts.set(key, { table: f.table, columns: f.columns, parts: [f.data] });
-    }
-    for (const [key, { table, columns, parts }] of inserts) {
-      // Rows as objects keep the token suffix of earlier versions, so that a block they began is re-applied
-      // under the same tokens.
-      await this.#insertChecked(
-        { table, columns },
-        columns ? jsonMemberParts(parts) : jsonArrayParts(parts),
-        columns ? `${token}:${key}` : `${token}:${table}`,
-      );
-    }
+    const rows = await this.#applier.apply(block, token);
     await this.#log.endApply(to);
     this.#applied = to;
     if (this.#visibleWaiters.length > 0) {
@@ -447,193 +390,9 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
     this.#deps.metrics.storeApplyDuration.observe((performance.now() - started) / 1000);
     this.#deps.metrics.storeApplyRows.observe(rows);
   }
-
-  /**
-   * Inserts `data` (one JSON array, in parts); on a data error, finds the rows at fault by bisection and sets
-   * them aside. When every row fails, the fault is not in the rows (a schema the rows do not fit, say):
-   * nothing is set aside, the error stands, and the block is retried later like any other failure.
-   */
-  async #insertChecked(target: Target, data: readonly Buffer[], token: string): Promise<void> {
-    try {
-      await this.#inner.insertRaw(target.table, data, token, target.columns);
-    } catch (err) {
-      if (!isDataError(err)) throw err;
-      const lines = rowLines(Buffer.concat(data), target.columns !== undefined);
-      const refused: { line: number; err: unknown }[] = [];
-      await this.#bisect(target, lines, 0, lines.length, token, err, refused);
-      if (refused.length === lines.length) throw err;
-      for (const r of refused) await this.#reject(target, lines[r.line]!, r.err);
-    }
-  }
-
-  /** Inserts the good rows of `lines[lo, hi)` (which failed as a whole with `err`); collects the refused ones. */
-  async #bisect(
-    target: Target,
-    lines: readonly Buffer[],
-    lo: number,
-    hi: number,
-    token: string,
-    err: unknown,
-    refused: { line: number; err: unknown }[],
-  ): Promise<void> {
-    if (hi - lo === 1) {
-      refused.push({ line: lo, err });
-      return;
-    }
-    const mid = (lo + hi) >> 1;
-    for (const [a, b] of [
-      [lo, mid],
-      [mid, hi],
-    ] as const) {
-      try {
-        await this.#inner.insertRaw(target.table, lines.slice(a, b), `${token}:${a}-${b}`, target.columns);
-      } catch (e) {
-        if (!isDataError(e)) throw e;
-        await this.#bisect(target, lines, a, b, token, e, refused);
-      }
-    }
-  }
-
-  async #reject({ table, columns }: Target, line: Buffer, err: unknown): Promise<void> {
-    // A row of values is set aside as an object, named the way an operator reads it.
-    const row = columns ? JSON.stringify(valuesAsRow(columns, line)) : line.toString().trimEnd();
-    const error = err instanceof Error ? err.message.split('\n')[0] : String(err);
-    this.#deps.metrics.storeRowsRejected.inc({ table });
-    this.#deps.logger.error(
-      { table, error },
-      'commit log: the store refused a row; set aside in rejected.jsonl',
-    );
-    await appendFile(
-      join(this.#options.dir, 'rejected.jsonl'),
-      `${JSON.stringify({ at: new Date().toISOString(), table, error, row })}\n`,
-    );
-  }
 }
 
 /** The deduplication token of the block of a log between two positions: the same block, the same token. */
 export function blockToken(logId: string, from: LogPosition, to: LogPosition): string {
   return `${logId}:${from.segment}.${from.offset}-${to.segment}.${to.offset}`;
-}
-
-/**
- * One JSON array of the rows of several frames, each an array (or, from logs of earlier versions, one object
- * a line): JSONEachRow input reads one array, not several one after another. Always a buffer of its own,
- * unless given one whole buffer that is an array already: a view into `encode`'s slab, kept as a frame until
- * applied, would keep the whole slab.
- */
-export function jsonArrayOf(frames: readonly Buffer[]): Buffer {
-  const only = frames.length === 1 ? frames[0]! : undefined;
-  if (only && only[0] === OPEN_BRACKET && only.byteLength === only.buffer.byteLength) return only;
-  return Buffer.concat(jsonArrayParts(frames));
-}
-
-/**
- * `jsonArrayOf` as the pieces to write one after another, without copying them into one buffer: the applier
- * hands a block of a few MB to the engine this way (a copy of it on the main thread took milliseconds).
- */
-export function jsonArrayParts(frames: readonly Buffer[]): Buffer[] {
-  return [OPEN, ...jsonMemberParts(frames), CLOSE];
-}
-
-/**
- * `jsonArrayParts` without the enclosing brackets: the rows of the frames, one after another, separated by
- * commas. JSONCompactEachRow, which rows given as values go to, reads rows so and reads no enclosing array.
- */
-function jsonMemberParts(frames: readonly Buffer[]): Buffer[] {
-  const parts: Buffer[] = [];
-  for (const f of frames) {
-    const members = f[0] === OPEN_BRACKET ? f.subarray(1, f.length - 1) : linesAsMembers(f);
-    if (members.length === 0) continue;
-    if (parts.length > 0) parts.push(COMMA);
-    parts.push(members);
-  }
-  return parts;
-}
-
-const OPEN_BRACKET = 0x5b;
-const SLAB_BYTES = 4 * 1024 * 1024;
-const OPEN = Buffer.from('[');
-const CLOSE = Buffer.from(']');
-const COMMA = Buffer.from(',');
-
-/** JSON lines as array members: a JSON text holds no raw newline, so every newline separates two rows. */
-function linesAsMembers(lines: Buffer): Buffer {
-  let end = lines.length;
-  while (end > 0 && (lines[end - 1] === 0x0a || lines[end - 1] === 0x0d)) end--;
-  const out = Buffer.from(lines.subarray(0, end));
-  for (let i = out.indexOf(0x0a); i !== -1; i = out.indexOf(0x0a, i + 1)) out[i] = 0x2c;
-  return out;
-}
-
-/** What one insert of the applier goes to: a table, with the column list of rows given as values. */
-interface Target {
-  readonly table: string;
-  readonly columns: readonly string[] | undefined;
-}
-
-/**
- * The rows of a block one JSON text a line (each ending in a newline), to look for the ones at fault. Rows of
- * values (`values`) come as the members of arrays, separated by commas.
- */
-function rowLines(data: Buffer, values: boolean): Buffer[] {
-  if (!values && data[0] !== OPEN_BRACKET) return splitLines(data);
-  const text = data.toString('utf8');
-  const rows = JSON.parse(values ? `[${text}]` : text) as unknown[];
-  return rows.map((r) => Buffer.from(`${JSON.stringify(r)}\n`));
-}
-
-/** A row of values (one JSON text) as an object of its columns. */
-function valuesAsRow(columns: readonly string[], line: Buffer): Row {
-  const values = JSON.parse(line.toString('utf8')) as unknown[];
-  return Object.fromEntries(columns.map((c, i) => [c, values[i]]));
-}
-
-function splitLines(data: Buffer): Buffer[] {
-  const lines: Buffer[] = [];
-  let start = 0;
-  for (;;) {
-    const nl = data.indexOf(10, start);
-    if (nl === -1) break;
-    lines.push(data.subarray(start, nl + 1));
-    start = nl + 1;
-  }
-  if (start < data.length) lines.push(data.subarray(start));
-  return lines;
-}
-
-export interface EmbeddedStoreConfig {
-  readonly dataDir: string;
-  readonly storeFsync: boolean;
-  readonly storeMaxPendingMb: number;
-  readonly storeApplyIntervalMs: number;
-}
-
-/**
- * Opens the embedded store of a data directory: chDB in `<dataDir>/chdb`, schema migrated, and the commit log
- * in `<dataDir>/commit-log` applied, so what a previous run committed is in the tables before anything reads.
- */
-export async function openEmbeddedStore(
-  config: EmbeddedStoreConfig,
-  deps: LoggedStoreDeps,
-): Promise<LoggedStore> {
-  const inner = ClickHouseStore.open(
-    { kind: 'chdb', path: join(config.dataDir, 'chdb') },
-    { onEngineWaiting: (n) => deps.metrics.storeEngineWaiting.set(n) },
-  );
-  try {
-    await migrate(inner, deps.logger);
-    return await LoggedStore.open(
-      inner,
-      {
-        dir: join(config.dataDir, 'commit-log'),
-        fsync: config.storeFsync,
-        maxPendingBytes: config.storeMaxPendingMb * 1024 * 1024,
-        applyIntervalMs: config.storeApplyIntervalMs,
-      },
-      deps,
-    );
-  } catch (err) {
-    await inner.close().catch(() => undefined);
-    throw err;
-  }
 }

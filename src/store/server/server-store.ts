@@ -1,0 +1,320 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import type { Logger } from '../../core/logger.ts';
+import type { Metrics } from '../../core/metrics.ts';
+import type {
+  ParquetExporter,
+  ResultTable,
+  Row,
+  Store,
+  TableQueryOptions,
+  TableReader,
+  Values,
+} from '../../core/ports.ts';
+import { jsonArrayParts, jsonMemberParts, JsonRowEncoder } from '../json-rows.ts';
+import { migrate } from '../migrate.ts';
+import { CheckedInserts, type InsertTarget } from '../refused-rows.ts';
+import { columnList, exactIntegers, INSERT_SETTINGS, sqlString } from '../sql.ts';
+import { StoreBusyError } from '../store-errors.ts';
+import { clusterStatements } from './cluster-schema.ts';
+import { RequestRetry } from './request-retry.ts';
+
+export interface ServerStoreConfig {
+  /** The server's HTTP interface, without credentials. */
+  readonly url: string;
+  readonly user: string;
+  readonly password: string | undefined;
+  /** The database of Weir's tables; created when missing. */
+  readonly database: string;
+  /** With a cluster's name, the schema is made `ON CLUSTER` (cluster-schema.ts). */
+  readonly cluster: string | undefined;
+  /** Bytes of inserts sent and not yet answered past which inserts are refused (back-pressure). */
+  readonly maxPendingBytes: number;
+  /** Longest one request may take, its answer included (a query's own limit is the engine's). */
+  readonly requestTimeoutMs: number;
+}
+
+export interface ServerStoreDeps {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+}
+
+/**
+ * Inserts of one store under way at once. A server runs inserts side by side, so the group-commit writer
+ * need not wait for one to be answered before sending the next; but every insert makes a part on the server
+ * (per partition), and small parts are what a ClickHouse server suffers from (merges, `TOO_MANY_PARTS`): two
+ * keep one block travelling while the next gathers, and no more.
+ */
+const COMMITS_IN_FLIGHT = 2;
+
+/**
+ * The Store on a ClickHouse server (or cluster) over HTTP, through `@clickhouse/client`. No engine in this
+ * process, no commit log: a commit is an insert the server has answered, visible at once. Inserts, queries
+ * and statements run side by side (the server has its own limits), and this process is one writer of many:
+ * `soleWriter` is false.
+ *
+ * An insert is one block of JSON bytes under a deduplication token of its own; a retry after a failure that
+ * may have left the block stored (a connection reset before the answer, the server busy) sends the same
+ * bytes under the same token, and the server stores the block once. A block the engine refuses as bad data
+ * is bisected like the embedded store's (refused-rows.ts): the refused rows are logged and counted, the rest
+ * stored, so one bad row cannot hold a partition of the bus up for ever.
+ */
+export class ServerStore implements Store, TableReader, ParquetExporter {
+  readonly soleWriter = false;
+  readonly commitsInFlight = COMMITS_IN_FLIGHT;
+  readonly #client: ClickHouseClient;
+  readonly #config: ServerStoreConfig;
+  readonly #deps: ServerStoreDeps;
+  readonly #encoder = new JsonRowEncoder();
+  readonly #inserts: CheckedInserts;
+  readonly #retry: RequestRetry;
+  /** Settings of every insert: the shared ones, and on a cluster a Distributed insert that waits for shards. */
+  readonly #insertSettings: Record<string, string | number>;
+  /** Settings of every query: on a cluster, a subquery over a Distributed table is sent to every shard. */
+  readonly #querySettings: Record<string, string | number>;
+  #pendingBytes = 0;
+
+  private constructor(client: ClickHouseClient, config: ServerStoreConfig, deps: ServerStoreDeps) {
+    this.#client = client;
+    this.#config = config;
+    this.#deps = deps;
+    this.#retry = new RequestRetry({}, deps);
+    this.#inserts = new CheckedInserts({
+      insert: (table, data, token, columns) => this.#insertBlock(table, data, token, columns),
+      refuse: (target, line, err) => this.#refuse(target, line, err),
+    });
+    const onCluster = config.cluster !== undefined;
+    // Without it a Distributed table answers an insert once the rows are queued on this node, before any
+    // shard has them: neither committed nor visible, and the token would not reach the shards' tables.
+    this.#insertSettings = { ...INSERT_SETTINGS, ...(onCluster ? { distributed_foreground_insert: 1 } : {}) };
+    // Weir's joins of events with events (funnels, retention) are subqueries over a Distributed table; the
+    // person tables are a full copy on every node and need nothing (cluster-schema.ts).
+    this.#querySettings = onCluster ? { distributed_product_mode: 'global' } : {};
+  }
+
+  /**
+   * Connects, creates the database when missing and (unless `migrate` is false: a `weir query` node leaves the
+   * schema to the processes that write) applies the migrations.
+   */
+  static async open(
+    config: ServerStoreConfig,
+    deps: ServerStoreDeps,
+    options: { readonly migrate?: boolean } = {},
+  ): Promise<ServerStore> {
+    const connect = (database: string | undefined): ClickHouseClient =>
+      createClient({
+        url: config.url,
+        username: config.user,
+        password: config.password ?? '',
+        ...(database === undefined ? {} : { database }),
+        request_timeout: config.requestTimeoutMs,
+        application: 'weir',
+      });
+    const store = new ServerStore(connect(config.database), config, deps);
+    try {
+      if (options.migrate !== false) {
+        // The database must exist before a client can name it: this one statement goes without.
+        const bare = connect(undefined);
+        try {
+          await store.#retry.run('create the database', () =>
+            bare.command({
+              query: `CREATE DATABASE IF NOT EXISTS \`${config.database}\`${store.#onCluster()}`,
+            }),
+          );
+        } finally {
+          await bare.close();
+        }
+        await migrate(store, deps.logger, {
+          render:
+            config.cluster === undefined
+              ? undefined
+              : clusterStatements({ cluster: config.cluster, database: config.database }),
+        });
+      }
+      return store;
+    } catch (err) {
+      await store.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  #onCluster(): string {
+    return this.#config.cluster === undefined ? '' : ` ON CLUSTER ${sqlString(this.#config.cluster)}`;
+  }
+
+  insert(table: string, rows: readonly Row[]): Promise<void> {
+    return this.#insertRows(table, rows, undefined);
+  }
+
+  insertValues(table: string, columns: readonly string[], rows: readonly Values[]): Promise<void> {
+    return this.#insertRows(table, rows, columns);
+  }
+
+  async #insertRows(
+    table: string,
+    rows: readonly Row[] | readonly Values[],
+    columns: readonly string[] | undefined,
+  ): Promise<void> {
+    if (rows.length === 0) return;
+    await this.insertEncoded(table, rows.length, [this.encode(rows)], columns);
+  }
+
+  /** One JSON array of the rows (see JsonRowEncoder): held as bytes until the insert that sends it. */
+  encode(rows: readonly Row[] | readonly Values[]): Buffer {
+    return this.#encoder.encode(rows);
+  }
+
+  /**
+   * Inserts encodings of `encode` as one block under a new deduplication token, retried whole under that
+   * token (see the class). Refused with StoreBusyError while the bytes of inserts not yet answered are past
+   * the bound, so capture answers 503 rather than queue without end behind a slow server.
+   */
+  async insertEncoded(
+    table: string,
+    rows: number,
+    chunks: readonly Buffer[],
+    columns?: readonly string[],
+  ): Promise<void> {
+    if (rows === 0) return;
+    let bytes = 0;
+    for (const c of chunks) bytes += c.length;
+    if (this.#pendingBytes > 0 && this.#pendingBytes + bytes > this.#config.maxPendingBytes)
+      throw new StoreBusyError(this.#pendingBytes, 'sent to the server and not yet answered');
+    this.#pending(bytes);
+    try {
+      await this.#inserts.insert(
+        { table, columns },
+        columns ? jsonMemberParts(chunks) : jsonArrayParts(chunks),
+        randomUUID(),
+      );
+    } finally {
+      this.#pending(-bytes);
+    }
+  }
+
+  #pending(bytes: number): void {
+    this.#pendingBytes += bytes;
+    this.#deps.metrics.storePendingBytes.set(this.#pendingBytes);
+  }
+
+  /** One block, as bytes: JSONEachRow (one array of objects) or JSONCompactEachRow (rows of `columns`). */
+  #insertBlock(
+    table: string,
+    data: readonly Buffer[],
+    token: string,
+    columns: readonly string[] | undefined,
+  ): Promise<void> {
+    const format = columns ? 'JSONCompactEachRow' : 'JSONEachRow';
+    return this.#retry.run(
+      `insert into ${table}`,
+      async () => {
+        // A stream of bytes, read again from the start on a retry. (In object mode the client would take each
+        // Buffer for a row and write its JSON form, `{"type":"Buffer",…}`: rows of defaults.)
+        const result = await this.#client.exec({
+          query: `INSERT INTO \`${table}\`${columnList(columns)} FORMAT ${format}`,
+          values: Readable.from(data, { objectMode: false }),
+          clickhouse_settings: { ...this.#insertSettings, insert_deduplication_token: token },
+        });
+        // The answer of an insert is empty; reading it to the end frees the connection.
+        result.stream.resume();
+        await new Promise<void>((resolve, reject) => {
+          result.stream.once('end', resolve);
+          result.stream.once('error', reject);
+        });
+      },
+      { insert: true },
+    );
+  }
+
+  async #refuse({ table, columns }: InsertTarget, line: Buffer, err: unknown): Promise<void> {
+    const row = line.toString('utf8').trimEnd();
+    const error = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    this.#deps.metrics.storeRowsRejected.inc({ table });
+    // No commit log to set it aside in: the log is where an operator finds it.
+    this.#deps.logger.error(
+      { table, error, row, columns },
+      'the ClickHouse server refused a row as bad data; the rest of its block is stored',
+    );
+    return Promise.resolve();
+  }
+
+  /** Inserts not yet answered are under the bound's last quarter (see LoggedStore.accepting). */
+  accepting(): boolean {
+    return this.#pendingBytes <= this.#config.maxPendingBytes * 0.75;
+  }
+
+  /** An insert is visible once the server has answered it. */
+  visible(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async query<T = Row>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
+    const end = this.#deps.metrics.storeQueryDuration.startTimer();
+    try {
+      return await this.#retry.run('query', async () => {
+        const rs = await this.#client.query({
+          query: sql,
+          query_params: exactIntegers(params),
+          format: 'JSONEachRow',
+          clickhouse_settings: this.#querySettings,
+        });
+        return rs.json<T>();
+      });
+    } finally {
+      end();
+    }
+  }
+
+  /** One SELECT as a table: JSONCompactEachRowWithNamesAndTypes (names, types, then rows as arrays). */
+  async queryTable(
+    sql: string,
+    params: Record<string, unknown>,
+    // A server queues nothing here: `maxWaitMs` is for a store that runs one query at a time.
+    _options: TableQueryOptions = {},
+  ): Promise<ResultTable> {
+    const end = this.#deps.metrics.storeQueryDuration.startTimer();
+    try {
+      const lines = await this.#retry.run('query', async () => {
+        const rs = await this.#client.query({
+          query: sql,
+          query_params: exactIntegers(params),
+          format: 'JSONCompactEachRowWithNamesAndTypes',
+          clickhouse_settings: this.#querySettings,
+        });
+        return rs.json<unknown[]>();
+      });
+      const [columns = [], types = [], ...rows] = lines;
+      return { columns: columns.map(String), types: types.map(String), rows };
+    } finally {
+      end();
+    }
+  }
+
+  /** Writes a SELECT's result to `path` as Parquet, streamed from the server to the file as it comes. */
+  async exportParquet(
+    sql: string,
+    params: Record<string, unknown>,
+    path: string,
+    _options: TableQueryOptions = {},
+  ): Promise<void> {
+    await this.#retry.run('export', async () => {
+      const result = await this.#client.exec({
+        query: `${sql} FORMAT Parquet`,
+        query_params: exactIntegers(params),
+        clickhouse_settings: this.#querySettings,
+      });
+      await pipeline(result.stream, createWriteStream(path));
+    });
+  }
+
+  async command(sql: string): Promise<void> {
+    await this.#retry.run('statement', () => this.#client.command({ query: sql }));
+  }
+
+  async close(): Promise<void> {
+    await this.#client.close();
+  }
+}
