@@ -15,7 +15,8 @@ import { createLogger } from '../../src/core/logger.ts';
 import { printClickHouse } from '../../src/query/clickhouse/printer.ts';
 import { bindVariables } from '../../src/query/clickhouse/variables.ts';
 import { compileQuery } from '../../src/query/hogql-query.ts';
-import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
+import { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
+import { migrate } from '../../src/store/migrate.ts';
 import { OtherLoadProbe, QuietGate } from '../capture/machine-load.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
 import { measureCompile } from './compile-cost.ts';
@@ -35,7 +36,7 @@ process.stderr.write('compile cost over the corpus…\n');
 const compile = measureCompile({ quick });
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-bench-query-'));
-const store = ClickHouseStore.open({ kind: 'chdb', path: join(dir, 'chdb') });
+const store = ChdbClient.open(join(dir, 'chdb'));
 try {
   await migrate(store, createLogger('silent'));
   await store.command('SYSTEM STOP MERGES events');
@@ -92,7 +93,7 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-async function partsOf(s: ClickHouseStore): Promise<string> {
+async function partsOf(s: ChdbClient): Promise<string> {
   const rows = await s.query<{ table: string; parts: string }>(
     "SELECT table, toString(count()) AS parts FROM system.parts WHERE active AND table IN ('events', 'persons') GROUP BY table ORDER BY table",
   );

@@ -10,16 +10,17 @@ import type { Row, Store, TableReader } from '../../src/core/ports.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { runCompiledQuery } from '../../src/query/hogql-query.ts';
 import { finishInsightRows, prepareInsightRun, readInsight } from '../../src/query/insights/insight.ts';
-import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
+import { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
+import { migrate } from '../../src/store/migrate.ts';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
 }
 
 /** A migrated chDB store in a temporary directory, closed and removed when `t` ends. */
-export async function insightStore(t: Teardown): Promise<Store & TableReader> {
+export async function insightStore(t: Teardown): Promise<ChdbClient> {
   const dir = mkdtempSync(join(tmpdir(), 'weir-insights-'));
-  const store = ClickHouseStore.open({ kind: 'chdb', path: join(dir, 'chdb') });
+  const store = ChdbClient.open(join(dir, 'chdb'));
   await migrate(store, createLogger('silent'));
   t.teardown(async () => {
     await store.close();
@@ -55,7 +56,7 @@ function chTime(iso: string): string {
 }
 
 /** Writes events of `project` (default 1), and a person_distinct_ids row for each distinct id seen. */
-export async function insertEvents(store: Store, events: readonly TestEvent[], project = 1): Promise<void> {
+export async function insertEvents(store: Pick<Store, 'insert'>, events: readonly TestEvent[], project = 1): Promise<void> {
   const rows: Row[] = events.map((e) => {
     seq += 1;
     const g = e.groups ?? [];
@@ -90,7 +91,7 @@ export async function insertEvents(store: Store, events: readonly TestEvent[], p
 
 /** Points distinct ids at persons (as a merge does: a newer version of the row). */
 export async function pointDistinctIds(
-  store: Store,
+  store: Pick<Store, 'insert'>,
   ids: readonly { distinctId: string; personId: string }[],
   project = 1,
   version = 1,

@@ -61,6 +61,6 @@ export function datasetEvents(count = 3000): TestEvent[] {
   return events;
 }
 
-export async function insertDataset(store: Store): Promise<void> {
+export async function insertDataset(store: Pick<Store, 'insert'>): Promise<void> {
   await insertEvents(store, datasetEvents());
 }

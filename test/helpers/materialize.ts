@@ -14,11 +14,11 @@ import { createLogger } from '../../src/core/logger.ts';
 import type {
   EndpointVersion,
   MaterializationBucket,
-  Store,
   TableReader,
   VariableType,
 } from '../../src/core/ports.ts';
-import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
+import { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
+import { migrate } from '../../src/store/migrate.ts';
 import { bindVariables } from '../../src/query/clickhouse/variables.ts';
 import { compileVersion, type CompiledVersion } from '../../src/query/endpoints/definition.ts';
 import { pageRows, paginate, type Page } from '../../src/query/endpoints/pagination.ts';
@@ -45,9 +45,9 @@ interface Teardown {
  */
 export async function materializeStore(
   t: Teardown,
-): Promise<{ store: Store & TableReader; engine: Session }> {
+): Promise<{ store: ChdbClient; engine: Session }> {
   const dir = mkdtempSync(join(tmpdir(), 'weir-materialize-'));
-  const store = ClickHouseStore.open({ kind: 'chdb', path: join(dir, 'chdb') });
+  const store = ChdbClient.open(join(dir, 'chdb'));
   await migrate(store, createLogger('silent'));
   const engine = new Session(join(dir, 'chdb'));
   t.teardown(async () => {

@@ -8,10 +8,11 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '../../src/core/logger.ts';
 import { runHogQLQuery } from '../../src/query/hogql-query.ts';
-import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
+import { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
+import { migrate } from '../../src/store/migrate.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-hogql-'));
-const store = ClickHouseStore.open({ kind: 'chdb', path: join(dir, 'chdb') });
+const store = ChdbClient.open(join(dir, 'chdb'));
 await migrate(store, createLogger('silent'));
 t.teardown(async () => {
   await store.close();

@@ -17,7 +17,7 @@ import { Metrics } from '../../src/core/metrics.ts';
 import { partitionOf } from '../../src/core/partition.ts';
 import type { Store } from '../../src/core/ports.ts';
 import { IngestService } from '../../src/ingest/ingest-service.ts';
-import { openEmbeddedStore } from '../../src/store/embedded/logged-store.ts';
+import { openEmbeddedStore } from '../../src/store/embedded/open-embedded-store.ts';
 
 const PARTITIONS = 16;
 const dataDir = await mkdtemp(join(tmpdir(), 'weir-ingest-partitions-'));
@@ -45,6 +45,7 @@ let openGate = (): void => undefined;
 let lookups = 0;
 const store: Store = {
   soleWriter: true,
+  commitsInFlight: inner.commitsInFlight,
   insert: (table, rows) => inner.insert(table, rows),
   encode: (rows) => inner.encode(rows),
   insertValues: (table, columns, rows) => inner.insertValues(table, columns, rows),

@@ -13,7 +13,8 @@ import type { CapturedEvent } from '../../src/core/event.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import { IngestService } from '../../src/ingest/ingest-service.ts';
-import { openEmbeddedStore, StoreBusyError } from '../../src/store/embedded/logged-store.ts';
+import { openEmbeddedStore } from '../../src/store/embedded/open-embedded-store.ts';
+import { StoreBusyError } from '../../src/store/store-errors.ts';
 
 const dataDir = await mkdtemp(join(tmpdir(), 'weir-ingest-refused-'));
 t.teardown(() => rm(dataDir, { recursive: true, force: true }));

@@ -11,13 +11,9 @@ import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import { embeddedMergeThreads } from '../../src/store/embedded/chdb-client.ts';
 import { CommitLog, type LogFrame, type LogPosition } from '../../src/store/embedded/commit-log.ts';
-import {
-  blockToken,
-  type EmbeddedStoreConfig,
-  type LoggedStore,
-  openEmbeddedStore,
-  StoreBusyError,
-} from '../../src/store/embedded/logged-store.ts';
+import { blockToken, type LoggedStore } from '../../src/store/embedded/logged-store.ts';
+import { type EmbeddedStoreConfig, openEmbeddedStore } from '../../src/store/embedded/open-embedded-store.ts';
+import { StoreBusyError } from '../../src/store/store-errors.ts';
 import type { Row } from '../../src/core/ports.ts';
 import { eventRows } from '../helpers/rows.ts';
 

@@ -363,7 +363,7 @@ t.test('concurrent merges through a one-entry cache stay consistent with the sto
 
   const again = await Promise.all(['a', 'u', 'v'].map((d) => run(captured(project, 'check', d))));
   // A second PersonState reads the store as one after a restart would: once what was written is visible.
-  await w.weir.store.visible?.();
+  await w.weir.store.visible();
   const fresh = personState(w.weir.store, 100);
   const reloaded = await Promise.all(
     ['a', 'u', 'v'].map((d) => Promise.resolve(fresh.process(captured(project, 'check', d)))),
@@ -382,17 +382,26 @@ t.test('after a failed write the next event does not build on what the store nev
   const project = projectSeq++;
   let failNext = true;
   const real = w.weir.store;
+  const failing = (table: string): boolean => {
+    if (table !== 'persons' || !failNext) return false;
+    failNext = false;
+    return true;
+  };
   const flaky: Store = {
-    insert: (table, rows) => {
-      if (table === 'persons' && failNext) {
-        failNext = false;
-        return Promise.reject(new Error('disk full'));
-      }
-      return real.insert(table, rows);
-    },
+    insert: (table, rows) =>
+      failing(table) ? Promise.reject(new Error('disk full')) : real.insert(table, rows),
     insertValues: (table, columns, rows) => real.insertValues(table, columns, rows),
+    encode: (rows) => real.encode(rows),
+    insertEncoded: (table, count, chunks, columns) =>
+      failing(table)
+        ? Promise.reject(new Error('disk full'))
+        : real.insertEncoded(table, count, chunks, columns),
+    commitsInFlight: real.commitsInFlight,
+    soleWriter: real.soleWriter,
     query: (sql, params) => real.query(sql, params),
     command: (sql) => real.command(sql),
+    accepting: () => real.accepting(),
+    visible: () => real.visible(),
     close: () => Promise.resolve(),
   };
   const persons = personState(flaky, 100);
@@ -401,7 +410,7 @@ t.test('after a failed write the next event does not build on what the store nev
   const next = await persons.process(captured(project, 'view', 'f', { $set: { y: 2 } }));
   await next.written;
   t.same(next.person.properties, { y: 2 }, 'the failed change is not carried on');
-  await real.visible?.();
+  await real.visible();
   const reloaded = await personState(real, 100).process(captured(project, 'check', 'f'));
   t.equal(reloaded.person.id, next.person.id, 'the store agrees');
   t.same(reloaded.person.properties, { y: 2 });

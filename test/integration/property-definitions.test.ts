@@ -12,7 +12,7 @@ import { Metrics } from '../../src/core/metrics.ts';
 import { NO_PROPERTY_TYPES } from '../../src/core/property-types.ts';
 import type { PipelineEvent } from '../../src/core/step.ts';
 import { PropertyDefinitionRegistry } from '../../src/ingest/property-definitions.ts';
-import { openEmbeddedStore } from '../../src/store/embedded/logged-store.ts';
+import { openEmbeddedStore } from '../../src/store/embedded/open-embedded-store.ts';
 import { waitFor } from '../helpers/weir.ts';
 
 const dataDir = await mkdtemp(join(tmpdir(), 'weir-property-definitions-'));

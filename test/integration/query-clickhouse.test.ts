@@ -14,11 +14,12 @@ import { parseDialect } from '../../src/query/dialect/mod.ts';
 import { runHogQLQuery } from '../../src/query/hogql-query.ts';
 import { QueryResolveError } from '../../src/query/resolver/errors.ts';
 import { resolveQuery } from '../../src/query/resolver/resolver.ts';
-import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
+import { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
+import { migrate } from '../../src/store/migrate.ts';
 import { loadValidCorpus, SAMPLE_VARIABLES } from '../helpers/dialect-corpus.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-query-'));
-const store = ClickHouseStore.open({ kind: 'chdb', path: join(dir, 'chdb') });
+const store = ChdbClient.open(join(dir, 'chdb'));
 await migrate(store, createLogger('silent'));
 t.teardown(async () => {
   await store.close();

@@ -13,10 +13,11 @@ import { bindVariables } from '../../src/query/clickhouse/variables.ts';
 import { parseDialect } from '../../src/query/dialect/mod.ts';
 import { QueryResolveError } from '../../src/query/resolver/errors.ts';
 import { resolveQuery, type PropertyTypeLookup } from '../../src/query/resolver/resolver.ts';
-import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
+import { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
+import { migrate } from '../../src/store/migrate.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-virtual-'));
-const store = ClickHouseStore.open({ kind: 'chdb', path: join(dir, 'chdb') });
+const store = ChdbClient.open(join(dir, 'chdb'));
 await migrate(store, createLogger('silent'));
 t.teardown(async () => {
   await store.close();

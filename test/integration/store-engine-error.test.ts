@@ -10,11 +10,12 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '../../src/core/logger.ts';
 import { StoreQueryError } from '../../src/core/ports.ts';
-import { ClickHouseStore, migrate } from '../../src/store/embedded/chdb-client.ts';
+import { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
+import { migrate } from '../../src/store/migrate.ts';
 import { eventRows } from '../helpers/rows.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-store-engine-error-'));
-const store = ClickHouseStore.open({ kind: 'chdb', path: join(dir, 'chdb') });
+const store = ChdbClient.open(join(dir, 'chdb'));
 await migrate(store, createLogger('silent'));
 t.teardown(async () => {
   await store.close();

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { jsonArrayOf } from '../../src/store/embedded/logged-store.ts';
+import { jsonArrayOf } from '../../src/store/json-rows.ts';
 
 const rows = (from: number, n: number): Record<string, unknown>[] =>
   Array.from({ length: n }, (_, i) => ({
