@@ -1,3 +1,4 @@
+import { NatsLink, replicasFor } from '../bus/jetstream/connection.ts';
 import { IngestConsumers } from '../bus/jetstream/ingest-consumers.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
@@ -5,6 +6,7 @@ import type { Metrics } from '../core/metrics.ts';
 import type { Store } from '../core/ports.ts';
 import { freePort } from '../http/server.ts';
 import { IngestService } from '../ingest/ingest-service.ts';
+import { PERSONS_BUCKET, SharedState } from '../ingest/shared/shared-state.ts';
 import { PropertyDefinitionRegistry } from '../ingest/property-definitions.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
 import { embeddedStore, openStore, type OpenedStore } from '../store/open-store.ts';
@@ -72,16 +74,44 @@ export async function openPropertyDefinitions(
   return definitions;
 }
 
-/** Ingest on the store, its duplicate window warmed; on shutdown it commits everything handed to it. */
+/**
+ * Ingest on the store, its duplicate window warmed; on shutdown it commits everything handed to it. On a store
+ * other processes write too (a ClickHouse server), with NATS configured, person and group state is the
+ * shared state in NATS KV (docs/persons-across-processes.md): other `weir ingest` processes change the same
+ * persons. Closed after ingest has drained.
+ */
 export async function startIngest(
   config: Config,
   deps: { store: Store; metrics: Metrics; logger: Logger; properties: PropertyDefinitionRegistry },
   teardown: Teardown,
 ): Promise<IngestService> {
-  const ingest = new IngestService(config, deps);
+  const sharedState =
+    !deps.store.soleWriter && config.natsUrl !== undefined
+      ? await openSharedState({ ...config, natsUrl: config.natsUrl }, deps, teardown)
+      : undefined;
+  const ingest = new IngestService(config, { ...deps, sharedState });
   await ingest.start(config.dedupWindow);
   teardown.push('commit what ingest holds', () => ingest.drain());
   return ingest;
+}
+
+async function openSharedState(
+  config: Config & { natsUrl: string },
+  deps: { metrics: Metrics; logger: Logger },
+  teardown: Teardown,
+): Promise<SharedState> {
+  const link = await NatsLink.open(config.natsUrl, 'persons', deps);
+  teardown.push('close the persons connection', () => link.close());
+  const state = await SharedState.open(link.nc, { replicas: replicasFor(link.nc, config.natsReplicas) });
+  teardown.push('stop watching the persons bucket', () => state.close());
+  if (state.bucketWide)
+    deps.logger.warn(
+      { bucket: PERSONS_BUCKET },
+      'this nats-server (before 2.9.21) does not hold a per-record condition in a replicated bucket: every ' +
+        'person write is conditional on the whole bucket, which is correct but slow; upgrade nats-server',
+    );
+  deps.logger.info({ bucket: PERSONS_BUCKET }, 'persons and groups shared through NATS KV');
+  return state;
 }
 
 /** Consumes every lane of the JetStream bus into ingest; on shutdown, stops pulling and acks what it handled. */
