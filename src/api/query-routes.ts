@@ -20,6 +20,8 @@ export interface QueryRoutesDeps {
   readonly limits?: QueryLimits;
   /** The projects' property types; without them every property reads as text. */
   readonly properties?: PropertyDefinitions;
+  /** The database of the store tables. @default 'default' */
+  readonly database?: string;
 }
 
 /**
@@ -46,6 +48,7 @@ export function registerQueryRoutes(app: TemplatedApp, deps: QueryRoutesDeps): v
           store: deps.store,
           limits: deps.limits,
           properties: deps.properties,
+          database: deps.database,
         });
         return { status: 200, body: result };
       },

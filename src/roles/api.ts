@@ -42,6 +42,9 @@ export function mountApi(
   teardown: Teardown,
 ): { runner: EndpointRunner; materializations: Materializations } {
   const limits: QueryLimits = { ...DEFAULT_LIMITS, maxExecutionSeconds: config.queryTimeoutSeconds };
+  // The database queries name their tables in: the embedded engine's is `default`, and so is a server's
+  // unless WEIR_CLICKHOUSE_DATABASE says otherwise.
+  const database = config.clickhouseDatabase;
   // A shared catalog names objects every node must read: only a shared object store (S3) serves them. A
   // node without one neither refreshes nor serves materializations; its runs go to the raw data.
   const materializing = config.catalog === 'file' || config.s3Bucket !== undefined;
@@ -67,7 +70,7 @@ export function mountApi(
   );
   const changed: { invalidate: (id: string) => void } = { invalidate: () => undefined };
   const materializations = new Materializations(
-    {},
+    { database },
     {
       catalog: deps.catalog,
       writer,
@@ -80,6 +83,7 @@ export function mountApi(
   const runner = new EndpointRunner(
     {
       limits,
+      database,
       maxRunsPerProject: config.endpointRunConcurrency,
       cacheMaxBytes: config.endpointCacheMb * 1024 * 1024,
     },
@@ -113,7 +117,7 @@ export function mountApi(
   });
   registerManagementRoutes(app, deps);
   registerPropertyDefinitionRoutes(app, deps);
-  registerQueryRoutes(app, { ...deps, limits, properties: deps.propertyDefinitions });
+  registerQueryRoutes(app, { ...deps, limits, database, properties: deps.propertyDefinitions });
   registerEndpointRoutes(app, { ...deps, onEndpointChanged, materializations });
   registerEndpointRunRoutes(app, { ...deps, runner, maxLimit: limits.maxResultRows });
   return { runner, materializations };

@@ -3,6 +3,8 @@ import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
 import { InFlight } from '../http/in-flight.ts';
+import type { ParquetExporter, Store, TableReader } from '../core/ports.ts';
+import { openStore } from '../store/open-store.ts';
 import { RemoteStore } from '../store/remote-store.ts';
 import { mountApi } from './api.ts';
 import { openCatalog, type RoleCatalog } from './catalog.ts';
@@ -12,10 +14,11 @@ import { Teardown } from './teardown.ts';
 
 /**
  * `weir query`: the query API, the management API and endpoint runs, on any machine and in any number. It
- * keeps no state of its own: the catalog is the NATS KV bucket every node shares, direct runs go to the store
- * owner's store API (`WEIR_STORE_URL`: the one `weir ingest` of the embedded store), materialized runs come
- * from S3 into this node's query actor pool, and a materialization refresh is claimed in the catalog, so one
- * node of all refreshes a version. This module loads no engine (no chDB).
+ * keeps no state of its own: the catalog is the NATS KV bucket every node shares, direct runs go to the
+ * ClickHouse server (`WEIR_CLICKHOUSE_URL`) or, with the embedded store, to the store owner's store API
+ * (`WEIR_STORE_URL`: the one `weir ingest`), materialized runs come from S3 into this node's query actor pool,
+ * and a materialization refresh is claimed in the catalog, so one node of all refreshes a version. This
+ * module loads no engine (no chDB).
  */
 export interface QueryRole {
   readonly port: number;
@@ -32,24 +35,35 @@ export async function startQueryRole(config: Config, logger: Logger): Promise<Qu
   const { natsUrl, storeUrl, storeToken } = config;
   if (natsUrl === undefined)
     throw new ConfigError('weir query reads the catalog from NATS KV: set WEIR_NATS_URL or --nats-url');
-  if (storeUrl === undefined || storeToken === undefined)
+  if (config.clickhouseUrl === undefined && (storeUrl === undefined || storeToken === undefined))
     throw new ConfigError(
-      "weir query runs queries on the store owner's store API: set WEIR_STORE_URL (the weir ingest URL) and WEIR_STORE_TOKEN (the token weir ingest has)",
+      "weir query runs queries on the ClickHouse server (set WEIR_CLICKHOUSE_URL) or on the embedded store's owner's store API: set WEIR_STORE_URL (the weir ingest URL) and WEIR_STORE_TOKEN (the token weir ingest has)",
     );
   const teardown = new Teardown(logger);
   try {
     const metrics = new Metrics();
     const catalog = await openCatalog(config, { metrics, logger }, teardown);
-    const queryMs = config.queryTimeoutSeconds * 1000;
-    const store = new RemoteStore({
-      url: storeUrl,
-      token: storeToken,
-      // The run's own limit is enforced by the engine and the runner; these only bound a silent owner.
-      timeoutMs: queryMs + 10_000,
-      exportTimeoutMs: queryMs * 10 + 30_000,
-    });
-    teardown.push('close the connections to the store owner', () => store.close());
-    const propertyDefinitions = new RemotePropertyDefinitions({ store, logger });
+    let store: TableReader & ParquetExporter & Pick<Store, 'query' | 'insert'>;
+    let owner: RemoteStore | undefined;
+    if (config.clickhouseUrl !== undefined) {
+      // Its own connections to the server; the schema is left to the processes that write.
+      const server = await openStore(config, { logger, metrics }, { migrate: false });
+      teardown.push('close the connections to ClickHouse', () => server.close());
+      store = server;
+    } else {
+      const queryMs = config.queryTimeoutSeconds * 1000;
+      owner = new RemoteStore({
+        url: storeUrl!,
+        token: storeToken!,
+        // The run's own limit is enforced by the engine and the runner; these only bound a silent owner.
+        timeoutMs: queryMs + 10_000,
+        exportTimeoutMs: queryMs * 10 + 30_000,
+      });
+      const remote = owner;
+      teardown.push('close the connections to the store owner', () => remote.close());
+      store = remote;
+    }
+    const propertyDefinitions = new RemotePropertyDefinitions({ store, owner, logger });
     propertyDefinitions.start();
     teardown.push('stop reading the property definitions', () => propertyDefinitions.close());
 
@@ -68,7 +82,15 @@ export async function startQueryRole(config: Config, logger: Logger): Promise<Qu
         isReady: () => (catalog.following ?? true) && propertyDefinitions.loaded,
       },
       teardown,
-      { message: 'weir query is ready', role: 'query', natsUrl, storeUrl, bucket: config.catalogBucket },
+      {
+        message: 'weir query is ready',
+        role: 'query',
+        natsUrl,
+        ...(config.clickhouseUrl === undefined
+          ? { storeUrl }
+          : { clickhouseUrl: config.clickhouseUrl, database: config.clickhouseDatabase }),
+        bucket: config.catalogBucket,
+      },
     );
     return { port: served.port, url: served.url, catalog, metrics, close: served.close };
   } catch (err) {

@@ -6,6 +6,7 @@ import type {
   PropertyParent,
 } from '../core/property-catalog.ts';
 import type { PropertyDefinitions, PropertyType, PropertyTypes } from '../core/property-types.ts';
+import type { Store } from '../core/ports.ts';
 import { PropertyDefinitionRegistry } from '../ingest/property-definitions.ts';
 import type { RemoteStore } from '../store/remote-store.ts';
 
@@ -14,20 +15,26 @@ const RELOAD_MS = 1000;
 const RETRY_MS = 1000;
 
 /**
- * The property definitions as a `weir query` node has them: the store's, read through the owner's store API
- * every second (ingest records them in the owner's process), and a type set through this node's API applied
- * by the owner, then read back at once so this node's next run uses it.
+ * The property definitions as a `weir query` node has them: the store's, read every second (ingest records
+ * them), through the owner's store API or straight from a ClickHouse server. A type set through this node's
+ * API is applied by the owner when there is one (it holds the definitions of its ingest), else written to the
+ * server store by this node; then read back at once so this node's next run uses it.
  */
 export class RemotePropertyDefinitions implements PropertyDefinitions, PropertyCatalog {
   readonly #registry: PropertyDefinitionRegistry;
-  readonly #store: RemoteStore;
+  readonly #owner: Pick<RemoteStore, 'setPropertyType'> | undefined;
   readonly #logger: Logger;
   #loaded = false;
   #closed = false;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(deps: { store: RemoteStore; logger: Logger }) {
-    this.#store = deps.store;
+  /** `owner`: the store owner's store API, which applies a type set here (absent on a server store). */
+  constructor(deps: {
+    store: Pick<Store, 'query' | 'insert'>;
+    owner?: Pick<RemoteStore, 'setPropertyType'>;
+    logger: Logger;
+  }) {
+    this.#owner = deps.owner;
     this.#logger = deps.logger;
     this.#registry = new PropertyDefinitionRegistry({ reloadMs: RELOAD_MS }, deps);
   }
@@ -44,10 +51,7 @@ export class RemotePropertyDefinitions implements PropertyDefinitions, PropertyC
         },
         (err: unknown) => {
           if (this.#closed) return;
-          this.#logger.warn(
-            { err },
-            'cannot read the property definitions from the store owner yet; retrying',
-          );
+          this.#logger.warn({ err }, 'cannot read the property definitions from the store yet; retrying');
           this.#timer = setTimeout(attempt, RETRY_MS);
           this.#timer.unref();
         },
@@ -81,7 +85,8 @@ export class RemotePropertyDefinitions implements PropertyDefinitions, PropertyC
     name: string,
     propertyType: PropertyType,
   ): Promise<PropertyDefinition | undefined> {
-    const definition = await this.#store.setPropertyType(projectId, type, name, propertyType);
+    if (this.#owner === undefined) return this.#registry.setType(projectId, type, name, propertyType);
+    const definition = await this.#owner.setPropertyType(projectId, type, name, propertyType);
     await this.#registry.reload();
     return definition;
   }
