@@ -86,8 +86,10 @@ export interface Config {
   /**
    * A ClickHouse server's HTTP interface (`http://host:8123`). Set, the store is that server (the server
    * store: no chDB is loaded, and the data directory is not locked for the store); unset, the embedded chDB
-   * store in the data directory. Credentials go in `clickhouseUser` and `clickhousePassword`, never in the
-   * URL (a URL is logged, and a flag's value is visible to every user of the machine). @default undefined
+   * store in the data directory. Credentials given in WEIR_CLICKHOUSE_URL (`http://user:pw@host:8123`) are
+   * taken out of it into `clickhouseUser` and `clickhousePassword`, so this URL never carries them (it is
+   * logged); a password in `--clickhouse-url` is refused (a flag's value is visible to every user of the
+   * machine). @default undefined
    */
   readonly clickhouseUrl: string | undefined;
   /** The server store's ClickHouse user. @default 'default' */
@@ -225,15 +227,15 @@ const kvName: Parser<string> = (raw, name) => {
 };
 
 /**
- * The server store's URL: http or https, and no credentials in it (they go in WEIR_CLICKHOUSE_USER and
- * WEIR_CLICKHOUSE_PASSWORD: a URL is logged, and a flag is visible to every user of the machine).
+ * The server store's URL: http or https. A password in it is refused on the command line (a flag's value is
+ * visible to every user of the machine, in `ps`): it goes in WEIR_CLICKHOUSE_PASSWORD, or in the URL given as
+ * WEIR_CLICKHOUSE_URL. `loadConfig` takes credentials out of the URL.
  */
 const clickhouseUrl: Parser<string | undefined> = (raw, name) => {
   const text = httpUrl(raw, name)!;
-  const url = new URL(text);
-  if (url.username !== '' || url.password !== '')
+  if (name.startsWith('--') && new URL(text).password !== '')
     throw new ConfigError(
-      `${name} must not carry credentials: set WEIR_CLICKHOUSE_USER and WEIR_CLICKHOUSE_PASSWORD instead`,
+      `${name} must not carry a password (the command line is visible to every user of the machine): set WEIR_CLICKHOUSE_PASSWORD`,
     );
   return text;
 };
@@ -508,6 +510,19 @@ export function loadConfig(
       'WEIR_CLICKHOUSE_CLUSTER',
     ])
       if (env[name] !== undefined) problems.push(`${name} is set without WEIR_CLICKHOUSE_URL`);
+  // Credentials in the URL become the user and password settings, so the URL can be logged as it is.
+  const chUrl = typeof out['clickhouseUrl'] === 'string' ? new URL(out['clickhouseUrl']) : undefined;
+  if (chUrl && (chUrl.username !== '' || chUrl.password !== '')) {
+    if (env['WEIR_CLICKHOUSE_USER'] !== undefined || env['WEIR_CLICKHOUSE_PASSWORD'] !== undefined)
+      problems.push(
+        'WEIR_CLICKHOUSE_URL carries credentials, and WEIR_CLICKHOUSE_USER or _PASSWORD too: give one',
+      );
+    out['clickhouseUser'] = decodeURIComponent(chUrl.username) || 'default';
+    out['clickhousePassword'] = decodeURIComponent(chUrl.password);
+    chUrl.username = '';
+    chUrl.password = '';
+    out['clickhouseUrl'] = chUrl.pathname === '/' ? chUrl.origin : chUrl.toString();
+  }
   if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   out['dataDir'] = resolve(out['dataDir'] as string);
   return Object.freeze(out) as unknown as Config;

@@ -116,14 +116,24 @@ export class ServerStore implements Store, TableReader, ParquetExporter {
     const store = new ServerStore(connect(config.database), config, deps);
     try {
       if (options.migrate !== false) {
-        // The database must exist before a client can name it: this one statement goes without.
+        // The database must exist before a client can name it: these go without. A user allowed to write an
+        // existing database may lack the right to create databases: only a missing one is created.
         const bare = connect(undefined);
         try {
-          await store.#retry.run('create the database', () =>
-            bare.command({
-              query: `CREATE DATABASE IF NOT EXISTS \`${config.database}\`${store.#onCluster()}`,
-            }),
-          );
+          const found = await store.#retry.run('look for the database', async () => {
+            const rs = await bare.query({
+              query: 'SELECT name FROM system.databases WHERE name = {db:String}',
+              query_params: { db: config.database },
+              format: 'JSONEachRow',
+            });
+            return rs.json<{ name: string }>();
+          });
+          if (found.length === 0)
+            await store.#retry.run('create the database', () =>
+              bare.command({
+                query: `CREATE DATABASE IF NOT EXISTS \`${config.database}\`${store.#onCluster()}`,
+              }),
+            );
         } finally {
           await bare.close();
         }
