@@ -26,10 +26,17 @@ export interface KvBucketOptions {
   readonly bucket: string;
   /** JetStream replicas of the bucket's stream when it is made. @default 1 */
   readonly replicas?: number;
+  /**
+   * Which condition writes carry: the record's revision alone, or the bucket's last sequence as well;
+   * `auto` takes the bucket-wide one only where the per-record one does not hold. @default 'auto'
+   */
+  readonly condition?: 'auto' | 'record' | 'bucket';
 }
 
 /** The first nats-server that holds a per-record condition against concurrent writes in a cluster (#4320). */
 const FIXED_SERVER = [2, 9, 21];
+/** The header that marks a KV message a delete or purge marker. */
+const KV_OPERATION = 'KV-Operation';
 /** The last token of fence records: no record of state has it (their second token is a project number). */
 const FENCE = 'fence';
 /** How long a watch that ended waits before it is started again. */
@@ -96,11 +103,16 @@ export class KvBucket {
     const jsm = await jetstreamManager(nc);
     // The bucket may exist already with other replicas: what counts is what its stream has.
     const actual = (await jsm.streams.info(`KV_${options.bucket}`)).config.num_replicas;
-    const wide = !perRecordConditionHolds(nc.info?.version, actual);
+    const condition = options.condition ?? 'auto';
+    const wide =
+      condition === 'auto' ? !perRecordConditionHolds(nc.info?.version, actual) : condition === 'bucket';
     return new KvBucket(kv, options.bucket, { js: jetstream(nc), jsm }, wide);
   }
 
-  /** The record, or undefined when there is none (never written, or deleted). */
+  /**
+   * The record, or undefined when there is none (never written, or deleted). Read from any replica: in a
+   * cluster it may be a little behind, which costs a write from it a lost condition and a retry, no more.
+   */
   async get<T>(key: string): Promise<KvEntry<T> | undefined> {
     const e = await this.#kv.get(key);
     if (!e || e.operation !== 'PUT') return undefined;
@@ -143,13 +155,16 @@ export class KvBucket {
    */
   async #conditional(key: string, expected: number | undefined, data: string): Promise<number> {
     for (let round = 1; round <= MAX_ROUNDS; round++) {
-      const last = (await this.#jsm.streams.info(`KV_${this.#bucket}`)).state.last_seq;
-      const entry = await this.#kv.get(key);
-      const live = entry?.operation === 'PUT';
-      if (expected === undefined ? live : !live || entry.revision !== expected) throw new KvConflict(key);
+      const stream = `KV_${this.#bucket}`;
+      const subject = `$KV.${this.#bucket}.${key}`;
+      const last = (await this.#jsm.streams.info(stream)).state.last_seq;
+      // From the stream's leader: a replica's direct get may not have the newest write yet.
+      const entry = await this.#jsm.streams.getMessage(stream, { last_by_subj: subject });
+      const live = entry !== null && (entry.header?.get(KV_OPERATION) ?? '') === '';
+      if (expected === undefined ? live : !live || entry.seq !== expected) throw new KvConflict(key);
       try {
-        const ack = await this.#js.publish(`$KV.${this.#bucket}.${key}`, data, {
-          expect: { lastSequence: last, lastSubjectSequence: entry?.revision ?? 0 },
+        const ack = await this.#js.publish(subject, data, {
+          expect: { lastSequence: last, lastSubjectSequence: entry?.seq ?? 0 },
         });
         return ack.seq;
       } catch (err) {

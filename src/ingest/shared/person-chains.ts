@@ -250,7 +250,9 @@ export class PersonChains {
     const cached = this.#persons.get(key);
     if (cached) return cached;
     const e = await this.#bucket.get<unknown>(key);
-    if (!e) throw new Error(`person ${personId} of project ${project} has a link but no record`);
+    // A link is written after its person, so a replica that has the link and not the person is behind:
+    // the event is worked out again (and fails after its attempts, should the record really be missing).
+    if (!e) throw new KvConflict(key);
     return this.#remember(key, personId, asPersonRecord(e.value), e.revision);
   }
 
