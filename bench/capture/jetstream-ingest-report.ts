@@ -37,6 +37,8 @@ export interface IngestRun extends RolesMeasured {
   readonly partitionsHeld: readonly (number | undefined)[];
   /** Events each ingest stored over its whole life (empty when they could not be read at the stop). */
   readonly storedByProcess: readonly number[];
+  /** Whether the EVENTS stream was empty when those were read (else the store may hold more by the stop). */
+  readonly drainedAtStop: boolean;
   readonly storeCount: StoreCount;
   /** How the front ended on SIGTERM: 0 is a clean close of its chDB session. */
   readonly frontExit: number | string;
@@ -184,6 +186,7 @@ function divisionTable(results: JetStreamIngestResults): Table {
       'live partitions held at start (each)',
       'events stored (each, whole run)',
       'Σ stored',
+      'backlog empty then',
       'rows in store',
       'distinct uuids',
       'exit roles / front',
@@ -196,6 +199,7 @@ function divisionTable(results: JetStreamIngestResults): Table {
         r.partitionsHeld.map((h) => (h === undefined ? '?' : String(h))).join(' / '),
         r.storedByProcess.length ? r.storedByProcess.map((n) => int(n)).join(' / ') : '–',
         r.storedByProcess.length ? int(total) : '–',
+        r.drainedAtStop ? 'yes' : 'no',
         int(r.storeCount.rows),
         int(r.storeCount.uuids),
         `${r.weir.exit} / ${r.frontExit}`,
@@ -272,7 +276,11 @@ function notes(results: JetStreamIngestResults): string[] {
     if (r.partitionsHeld.some((h) => h === 0))
       out.push(`- ${name(r)}: a process held no partition at the start: ${r.partitionsHeld.join(' / ')}.`);
     const total = r.storedByProcess.reduce((a, b) => a + b, 0);
-    if (r.storedByProcess.length && total !== r.storeCount.rows)
+    if (!r.drainedAtStop)
+      out.push(
+        `- ${name(r)}: the last run's backlog was not all stored 30 s after it ended; the roles were stopped.`,
+      );
+    if (r.storedByProcess.length && r.drainedAtStop && total !== r.storeCount.rows)
       out.push(
         `- ${name(r)}: the ingests counted ${int(total)} events stored, the store holds ${int(r.storeCount.rows)} rows.`,
       );

@@ -32,16 +32,33 @@ async function countStore(sql: SqlRunner): Promise<StoreCount> {
   return { rows: Number(row?.rows ?? 0), uuids: Number(row?.uuids ?? 0) };
 }
 
+/** How long the backlog of the last run may take to be stored before the processes' counts are read. */
+const FINAL_SETTLE_MS = 30_000;
+
+/** What the stop read from the processes before they were gone. */
+interface Shares {
+  /** Events each ingest stored over its life (empty when they could not be read). */
+  stored: number[];
+  /** Whether the EVENTS stream was empty when they were read, so the store held all there was. */
+  drained: boolean;
+}
+
 /**
- * `weir` with its stop reading each process's stored events first: that is the division of the work, and it
- * is gone once the processes are.
+ * `weir` with its stop first letting the last run's backlog be stored (bounded), then reading each process's
+ * stored events: that is the division of the work, and, set against the store's rows, a check that what
+ * was counted stored is there once.
  */
-function keepingShares(weir: ScaledWeir, into: number[]): ScaledWeir {
+function keepingShares(weir: ScaledWeir, into: Shares): ScaledWeir {
   return {
     ...weir,
     async stop() {
+      into.drained = await weir.settle(FINAL_SETTLE_MS);
       // A process that no longer answers leaves the division unknown ('–' in the report), not the run failed.
-      into.push(...(await weir.storedByProcess().catch(() => [])));
+      const shares = await weir.storedByProcess().catch((err: unknown) => {
+        process.stderr.write(`  (events stored by each ingest not read: ${String(err)})\n`);
+        return [];
+      });
+      into.stored.push(...shares);
       return weir.stop();
     },
   };
@@ -68,13 +85,23 @@ async function onFront(
     throw err;
   });
   bench.progress(`  partitions held per ingest process: ${partitionsHeld.map((h) => h ?? '?').join(', ')}`);
-  const storedByProcess: number[] = [];
+  const shares: Shares = { stored: [], drained: false };
   const reader = frontSql(front.url, database);
   try {
-    const roles = await measureRoles(bench, keepingShares(weir, storedByProcess), mode, reader.sql);
+    const roles = await measureRoles(bench, keepingShares(weir, shares), mode, reader.sql);
     const storeCount = await countStore(reader.sql);
     const { partitions } = weir;
-    return { ingests, mode, database, partitions, partitionsHeld, storedByProcess, storeCount, ...roles };
+    return {
+      ingests,
+      mode,
+      database,
+      partitions,
+      partitionsHeld,
+      storedByProcess: shares.stored,
+      drainedAtStop: shares.drained,
+      storeCount,
+      ...roles,
+    };
   } finally {
     await reader.close();
   }
