@@ -105,16 +105,21 @@ export class PersonChains {
 
   /**
    * Reads the links of these distinct ids and the persons they lead to (forwards followed) that are not
-   * cached, with every read of a round in flight at once.
+   * cached, up to READS_IN_FLIGHT at once. Only a warm-up: what it cannot read is read again when used.
    */
   async load(project: number, distinctIds: readonly string[]): Promise<void> {
     const wanted = distinctIds.filter((d) => !this.hasLink(project, d));
-    const ids = await Promise.all(wanted.map((d) => this.#link(project, d)));
-    let next = new Set(ids.filter((l): l is LinkRecord => l !== undefined).map((l) => l.person));
+    const links = await inRounds(wanted, (d) => this.#link(project, d));
+    let next = new Set(links.flatMap((l) => (l ? [l.person] : [])));
     for (let hop = 0; next.size > 0 && hop < MAX_HOPS; hop++) {
       const missing = [...next].filter((id) => !this.#persons.peek(personKey(project, id)));
-      const read = await Promise.all(missing.map((id) => this.#person(project, id)));
-      next = new Set(read.flatMap((p) => (p.record.mergedInto === undefined ? [] : [p.record.mergedInto])));
+      const read = await inRounds(missing, (id) =>
+        this.#person(project, id).catch((err: unknown) => {
+          if (err instanceof KvConflict) return undefined;
+          throw err;
+        }),
+      );
+      next = new Set(read.flatMap((p) => (p?.record.mergedInto === undefined ? [] : [p.record.mergedInto])));
     }
     this.trim();
   }
@@ -269,6 +274,16 @@ export class PersonChains {
     this.#persons.delete(key);
     this.#metrics?.ingestSharedConflicts.inc({ record: 'person' });
   }
+}
+
+/** Reads made at once by `load`: a batch of new users must not put thousands of requests on the wire at once. */
+const READS_IN_FLIGHT = 256;
+
+async function inRounds<T, R>(items: readonly T[], read: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let at = 0; at < items.length; at += READS_IN_FLIGHT)
+    out.push(...(await Promise.all(items.slice(at, at + READS_IN_FLIGHT).map(read))));
+  return out;
 }
 
 function seen(id: string, record: PersonRecord, revision: number): SeenPerson {
