@@ -1,4 +1,5 @@
 import type { Bootstrap } from '../catalog/file-catalog.ts';
+import type { Config } from '../config/config.ts';
 
 /**
  * Tells the person starting Weir where it listens, and on a first start the keys it made (shown only then).
@@ -22,4 +23,11 @@ export function announce(
     process.stderr.write(`\n${lines.join('\n')}\n\n`);
   }
   process.stderr.write(`${what} is listening on ${url} (${place})\n`);
+}
+
+/** Where a process's data is, as `announce` says it: the data directory, or the ClickHouse server's database. */
+export function storePlace(config: Config): string {
+  return config.clickhouseUrl === undefined
+    ? `data in ${config.dataDir}`
+    : `store in ClickHouse at ${config.clickhouseUrl} (database ${config.clickhouseDatabase})`;
 }

@@ -2,7 +2,7 @@ import { loadConfig } from '../config/config.ts';
 import { createLogger } from '../core/logger.ts';
 import { catalogPlace } from '../roles/catalog.ts';
 import { startIngestRole } from '../roles/ingest-role.ts';
-import { announce } from './announce.ts';
+import { announce, storePlace } from './announce.ts';
 import { runUntilSignal } from './run-until-signal.ts';
 
 /**
@@ -19,7 +19,7 @@ export async function runIngest(flags: Record<string, string | undefined>): Prom
   announce(
     'Weir ingest (health, readiness, metrics)',
     ingest.url,
-    `data in ${config.dataDir}${config.catalog === 'nats' ? `, catalog in ${catalogPlace(config)}` : ''}`,
+    `${storePlace(config)}${config.catalog === 'nats' ? `, catalog in ${catalogPlace(config)}` : ''}`,
     ingest.catalog.bootstrap,
     config.catalog === 'nats'
       ? 'that of your `weir capture` processes'

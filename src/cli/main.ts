@@ -9,18 +9,21 @@ commands:
   capture                   HTTP capture only, publishing to NATS JetStream (needs --nats-url); reads
                             project keys from the catalog in --data-dir (or NATS KV with --catalog nats);
                             run one per core
-  ingest                    consume NATS JetStream into the store in --data-dir (needs --nats-url);
+  ingest                    consume NATS JetStream into the store: --data-dir's, or the ClickHouse server of
+                            --clickhouse-url, which any number of ingest processes share (needs --nats-url);
                             /_health, /_ready and /metrics on --port (default 8001)
   query                     query, management and endpoint APIs on any machine (catalog in NATS KV:
-                            needs --nats-url, WEIR_STORE_URL and WEIR_STORE_TOKEN); port 8002
-  sql [--data-dir DIR] SQL  run ClickHouse SQL on a stopped Weir's data directory; prints JSON lines
+                            needs --nats-url, and --clickhouse-url or WEIR_STORE_URL and WEIR_STORE_TOKEN);
+                            port 8002
+  sql [--data-dir DIR] SQL  run ClickHouse SQL on a stopped Weir's data directory (or on the server of
+                            WEIR_CLICKHOUSE_URL); prints JSON lines
   catalog export            print the catalog as JSON: NATS KV with --nats-url, else --data-dir's file
   catalog import FILE|-     fill an empty catalog (NATS KV with --nats-url, else --data-dir's file) with it
 
 options of start, capture, ingest and query (each also read from its WEIR_* environment variable; see
 docs/configuration.md):
   --host HOST  --port PORT  --data-dir DIR  --log-level LEVEL  --nats-url URL[,URL…]  --catalog file|nats
-  --store-url URL  --bus-ack-wait-ms MS
+  --store-url URL  --bus-ack-wait-ms MS  --clickhouse-url URL
 `;
 
 class UsageError extends Error {}

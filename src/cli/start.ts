@@ -1,7 +1,7 @@
 import { loadConfig } from '../config/config.ts';
 import { createLogger } from '../core/logger.ts';
 import { startWeir } from '../main.ts';
-import { announce } from './announce.ts';
+import { announce, storePlace } from './announce.ts';
 import { runUntilSignal } from './run-until-signal.ts';
 
 /** `weir start`: runs until SIGTERM or SIGINT, then drains and exits 0. Returns -1: the process stays up. */
@@ -9,6 +9,6 @@ export async function runStart(flags: Record<string, string | undefined>): Promi
   const config = loadConfig(process.env, flags);
   const logger = createLogger(config.logLevel);
   const weir = await startWeir(config, logger);
-  announce('Weir', weir.url, `data in ${config.dataDir}`, weir.catalog.bootstrap);
+  announce('Weir', weir.url, storePlace(config), weir.catalog.bootstrap);
   return runUntilSignal(weir, logger);
 }
