@@ -1,7 +1,7 @@
 /**
- * The store's own insert paths on real chDB, under the commit log: rows given as values (JSONCompactEachRow)
- * through the client, as a ClickHouse server store writes them, and as bytes with a column list, as the
- * commit log's applier hands them over.
+ * The embedded store's engine client's own insert paths on real chDB: rows given as values
+ * (JSONCompactEachRow) through the client, and as bytes with a column list, as the commit log's applier hands
+ * them over. (The server store's inserts: server-store.test.ts.)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
