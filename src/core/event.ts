@@ -66,3 +66,12 @@ export interface EventBatch {
   readonly events: readonly CapturedEvent[];
   readonly warnings: readonly IngestionWarning[];
 }
+
+/** What ingest is told of a batch besides its content: where it has been. */
+export interface BatchOrigin {
+  /**
+   * Some of its events may be stored already: the bus delivered it before, perhaps to a process that stored
+   * it and died before acknowledging it (a partition taken over, a redelivery). Ingest drops those first.
+   */
+  readonly maybeStored?: boolean;
+}

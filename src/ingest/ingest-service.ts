@@ -1,5 +1,5 @@
 import { Actor, KeyedActors } from '../core/actor.ts';
-import type { EventBatch, Lane } from '../core/event.ts';
+import type { BatchOrigin, EventBatch, Lane } from '../core/event.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { partitionOf } from '../core/partition.ts';
@@ -7,6 +7,7 @@ import type { Store } from '../core/ports.ts';
 import { BatchWriter } from './batch-writer.ts';
 import { DedupWindow } from './dedup-window.ts';
 import { EVENT_COLUMNS, eventValues, warningRow } from './event-row.ts';
+import { HandOffOrder, withoutStored } from './stored-events.ts';
 import { Pipeline, type PipelineOutput } from './pipeline.ts';
 import { GroupState, groupKeys } from './persons/group-state.ts';
 import { KnownIds } from './persons/known-ids.ts';
@@ -88,6 +89,7 @@ export class IngestService {
   readonly #knownIds: KnownIds | undefined;
   readonly #knownGroups: KnownIds | undefined;
   readonly #groups: GroupState;
+  readonly #handOffs = new HandOffOrder();
 
   constructor(config: IngestConfig, deps: IngestDeps) {
     this.#deps = deps;
@@ -178,7 +180,25 @@ export class IngestService {
     return this.#deps.store.accepting();
   }
 
-  handle(batch: EventBatch): Promise<void> {
+  /**
+   * Takes a batch; resolves when its events are committed. One that `maybeStored` is first looked up in the
+   * store, and the events it holds are dropped (a batch a process stored and died before acknowledging, given
+   * again to this one: its duplicate window has never seen them); batches given meanwhile wait their turn, so
+   * the order of the calls is still the order in which ingest takes them.
+   */
+  handle(batch: EventBatch, origin?: BatchOrigin): Promise<void> {
+    if (origin?.maybeStored !== true && !this.#handOffs.busy) return this.#take(batch);
+    const ready =
+      origin?.maybeStored === true
+        ? withoutStored(this.#deps.store, batch).then(({ batch: rest, dropped }) => {
+            if (dropped > 0) this.#deps.metrics.ingestDuplicates.inc(dropped);
+            return rest;
+          })
+        : batch;
+    return this.#handOffs.after(ready, (b) => this.#take(b));
+  }
+
+  #take(batch: EventBatch): Promise<void> {
     try {
       return this.#handle(batch);
     } catch (err) {
