@@ -59,11 +59,12 @@ export interface Config {
    */
   readonly storeToken: string | undefined;
   /**
-   * Subject partitions per lane on JetStream (`events.<lane>.<n>`): capture publishes one message per partition
-   * a request's events fall in. Ingest consumes a lane whole, so more partitions only mean smaller messages,
-   * and more of them: with 16, a 100-event request was 16 messages, and per-message work kept ingest from
-   * 20k events/s; 4 sustained 27.9k events/s where 1 sustained 32.4k (bench:capture --bus jetstream, one
-   * run each). Raise it for consumers that each take a share of the partitions.
+   * Subject partitions on JetStream (`events.live.<n>`, `events.overflow.<n>`): capture publishes one message
+   * per partition a request's events fall in, and the `weir ingest` processes share the live ones by lease. So
+   * it bounds how many ingest processes can take a share; but more partitions mean smaller messages, and more
+   * of them: with 16, a 100-event request was 16 messages, and per-message work kept one ingest from 20k
+   * events/s; 4 sustained 27.9k events/s where 1 sustained 32.4k (bench:capture --bus jetstream, one run
+   * each). Recorded in NATS KV by the first process: every capture and ingest must then be given the same.
    * @default 1
    */
   readonly busPartitions: number;
@@ -108,6 +109,12 @@ export interface Config {
    * crash, its unacknowledged batches wait this long. Batches still being handled are kept alive. @default 30000
    */
   readonly busAckWaitMs: number;
+  /**
+   * How long an ingest process that stopped renewing its leases (it died, or lost NATS) keeps its live
+   * partitions and the historical lane before other ingest processes take them over (docs/scaling.md). It
+   * renews every fifth of this, and stops consuming itself after three fifths without a renewal. @default 5000
+   */
+  readonly busLeaseMs: number;
   /** Longest a query of the query API or an endpoint run may execute before it answers 504. @default 60 */
   readonly queryTimeoutSeconds: number;
   /** Queries one project's endpoint runs may execute at once; past it a run answers 429. @default 8 */
@@ -384,6 +391,12 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     flag: 'bus-ack-wait-ms',
     parse: int(1000, 3_600_000),
     default: 30_000,
+  },
+  busLeaseMs: {
+    key: 'busLeaseMs',
+    env: 'WEIR_BUS_LEASE_MS',
+    parse: int(1000, 600_000),
+    default: 5000,
   },
   queryTimeoutSeconds: {
     key: 'queryTimeoutSeconds',

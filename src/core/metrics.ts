@@ -216,6 +216,18 @@ export class Metrics {
     labelNames: ['lane'] as const,
     registers: [this.registry],
   });
+  readonly busPartitionsHeld = new Gauge({
+    name: 'weir_bus_partitions_held',
+    help: 'Live partitions (lane="live") and the historical lane (lane="historical") this ingest process holds the lease of and consumes.',
+    labelNames: ['lane'] as const,
+    registers: [this.registry],
+  });
+  readonly busPartitionTakeovers = new Counter({
+    name: 'weir_bus_partition_takeovers_total',
+    help: 'Leases this ingest process took from another whose heartbeat had stopped (not handed over), by lane.',
+    labelNames: ['lane'] as const,
+    registers: [this.registry],
+  });
   readonly natsConnected = new Gauge({
     name: 'weir_nats_connected',
     help: 'Whether the NATS connection is up (1) or reconnecting (0), by connection.',

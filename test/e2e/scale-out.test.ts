@@ -440,7 +440,8 @@ async function leaders(): Promise<{ events: string; live: string; catalog: strin
     const jsm = await jetstreamManager(nc);
     return {
       events: (await jsm.streams.info('EVENTS')).cluster?.leader ?? 'none',
-      live: (await jsm.consumers.info('EVENTS', 'ingest-live')).cluster?.leader ?? 'none',
+      // One live partition here (WEIR_BUS_PARTITIONS unset): its consumer is the whole live lane's.
+      live: (await jsm.consumers.info('EVENTS', 'ingest-live-0')).cluster?.leader ?? 'none',
       catalog: (await jsm.streams.info('KV_weir_catalog')).cluster?.leader ?? 'none',
     };
   } finally {
@@ -457,7 +458,7 @@ t.test(
     // must reconnect to another node.
     const before = await leaders();
     const victimIndex = cluster.nodes.findIndex((_, i) => before.live === `weir-test-${i}`);
-    t.ok(victimIndex >= 0, `ingest-live is led by node ${victimIndex}`);
+    t.ok(victimIndex >= 0, `ingest-live-0 is led by node ${victimIndex}`);
     const victim: NatsServer = cluster.nodes[victimIndex]!;
     const victimPort = victim.port;
     /** Each role's connections on the victim, and how much of its log was written before the stop. */

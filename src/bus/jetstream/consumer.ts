@@ -1,11 +1,10 @@
 import { jetstream, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
-import type { Lane } from '../../core/event.ts';
+import type { BatchOrigin, EventBatch, Lane } from '../../core/event.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
-import type { EventSink } from '../embedded-bus.ts';
 import { ENCODING_HEADER, UnknownFormatError, decodeBatch } from './codec.ts';
 import type { NatsLink } from './connection.ts';
-import { CONSUMERS, STREAM } from './streams.ts';
+import { STREAM, type ConsumerSpec } from './streams.ts';
 
 const ACK_TIMEOUT_MS = 2000;
 /**
@@ -19,24 +18,45 @@ const PULL_EXPIRES_MS = 5000;
 const UNKNOWN_FORMAT_DELAY_MS = 30_000;
 
 export interface LaneConsumerConfig {
+  readonly lane: Lane;
+  /** The durable consumer pulled. */
+  readonly consumer: ConsumerSpec;
   /** The consumer's ack wait: a batch still being handled is reported in progress well within it. */
   readonly ackWaitMs: number;
+  /**
+   * The stream sequence up to which a batch may have been stored already by an earlier holder of the consumer
+   * that died before acknowledging it (streams.ts `resetConsumer`). @default 0
+   */
+  readonly maybeStoredUntil?: number;
+}
+
+/** Where batches go: ingest. */
+export interface BatchSink {
+  handle(batch: EventBatch, origin?: BatchOrigin): Promise<void>;
 }
 
 export interface LaneConsumerDeps {
-  readonly sink: EventSink;
+  readonly sink: BatchSink;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /**
+   * Whether a batch may be handed on now; one that may not is left unacknowledged, for whoever holds the
+   * consumer next. A partition's consumer asks its lease (partition-leases.ts). @default always
+   */
+  readonly mayHandle?: () => boolean;
 }
 
 /**
- * Pulls one lane's batches from its durable consumer and hands them to ingest, acknowledging a message
+ * Pulls batches from one durable consumer (a live partition's, the overflow lane's or the historical lane's)
+ * and hands them to ingest, acknowledging a message
  * only after ingest has committed it. A failure is a `nak` with a growing delay, so JetStream redelivers it
  * later; `max_ack_pending` on the consumer bounds what is in flight (the back-pressure valve). Messages are
  * handed on in delivery order, and ingest's keyed actors keep that order per (project, distinct_id).
  *
  * A batch that takes long (a large backlog, a slow store) is reported in progress (`working`) every third of
- * the ack wait, so only a crashed ingest's batches are redelivered, after one ack wait.
+ * the ack wait, so only a crashed ingest's batches are redelivered, after one ack wait. A batch delivered
+ * again, or one up to `maybeStoredUntil`, may have been stored by the process that had it before: ingest is
+ * told so, and drops what the store holds.
  *
  * Acks wait for the connection. On the historical lane they are also confirmed by the server: the NATS client
  * drops what it is asked to send while it reconnects, and an ack lost in a NATS outage would hold the batch —
@@ -48,6 +68,7 @@ export interface LaneConsumerDeps {
 export class LaneConsumer {
   readonly #lane: Lane;
   readonly #config: LaneConsumerConfig;
+  #stopping = false;
   readonly #deps: LaneConsumerDeps;
   #messages: ConsumerMessages | undefined;
   readonly #inFlight = new Map<Promise<void>, JsMsg>();
@@ -55,15 +76,15 @@ export class LaneConsumer {
   #heartbeat: NodeJS.Timeout | undefined;
   #link: NatsLink | undefined;
 
-  constructor(lane: Lane, config: LaneConsumerConfig, deps: LaneConsumerDeps) {
-    this.#lane = lane;
+  constructor(config: LaneConsumerConfig, deps: LaneConsumerDeps) {
+    this.#lane = config.lane;
     this.#config = config;
     this.#deps = deps;
   }
 
   async start(link: NatsLink): Promise<void> {
     this.#link = link;
-    const spec = CONSUMERS[this.#lane];
+    const spec = this.#config.consumer;
     const consumer = await jetstream(link.nc).consumers.get(STREAM, spec.durable);
     this.#messages = await consumer.consume({ max_messages: spec.maxAckPending, expires: PULL_EXPIRES_MS });
     this.#loop = this.#run(this.#messages);
@@ -100,6 +121,8 @@ export class LaneConsumer {
 
   async #run(messages: ConsumerMessages): Promise<void> {
     for await (const m of messages) {
+      // Stopping, or the lease is no longer renewed in time: left for whoever holds the consumer next.
+      if (this.#stopping || !(this.#deps.mayHandle?.() ?? true)) continue;
       const p = this.#handle(m);
       this.#inFlight.set(p, m);
       void p.finally(() => this.#inFlight.delete(p));
@@ -131,7 +154,8 @@ export class LaneConsumer {
       return;
     }
     try {
-      await this.#deps.sink.handle(batch);
+      const maybeStored = m.info.redelivered || m.seq <= (this.#config.maybeStoredUntil ?? 0);
+      await this.#deps.sink.handle(batch, maybeStored ? { maybeStored } : undefined);
     } catch (err) {
       const delayMs = Math.min(30_000, 250 * 2 ** Math.min(m.info.deliveryCount, 7));
       this.#deps.metrics.busNaks.inc({ lane });
@@ -172,11 +196,17 @@ export class LaneConsumer {
     }
   }
 
-  /** Stops pulling and waits for the batches being handled (their acks are sent when the connection drains). */
+  /**
+   * Stops pulling, waits for the batches being handled, and flushes their acks to the server, so that the next
+   * holder of the consumer is given as little as possible again.
+   */
   async stop(): Promise<void> {
+    this.#stopping = true;
     clearInterval(this.#heartbeat);
-    await this.#messages?.close();
+    await this.#messages?.close().catch(() => undefined);
     await this.#loop?.catch(() => undefined);
     await Promise.all(this.#inFlight.keys());
+    const link = this.#link;
+    if (link?.connected) await link.nc.flush().catch(() => undefined);
   }
 }

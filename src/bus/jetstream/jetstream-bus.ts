@@ -9,13 +9,17 @@ import { mergeByLane, settleByLane, type WaitingRequest } from '../merge-request
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { ENCODING_HEADER, batchJson, batchMessageId, encodeJson, type BusEncoding } from './codec.ts';
 import { NatsLink, replicasFor } from './connection.ts';
+import { IngestBucket } from './ingest-bucket.ts';
 import { ensureStream, subjectOf } from './streams.ts';
 
 export interface JetStreamBusConfig {
   readonly natsUrl: string;
   /** JetStream replicas of the stream; undefined: worked out from the cluster (connection.ts `replicasFor`). */
   readonly natsReplicas?: number | undefined;
-  /** Subject partitions per lane: `events.<lane>.<0..N-1>`. */
+  /**
+   * Subject partitions of the live and overflow lanes: `events.<lane>.<0..N-1>`. Must be the count recorded
+   * in the bus (ingest-bucket.ts): `connect` refuses another.
+   */
   readonly busPartitions: number;
   /** Whether large messages are deflated (codec.ts). */
   readonly busCompression: 'deflate' | 'none';
@@ -79,11 +83,15 @@ export class JetStreamBus implements Bus {
   static async connect(config: JetStreamBusConfig, deps: JetStreamBusDeps): Promise<JetStreamBus> {
     const link = await NatsLink.open(config.natsUrl, 'publish', deps);
     try {
+      const replicas = replicasFor(link.nc, config.natsReplicas);
       await ensureStream(await jetstreamManager(link.nc), {
-        replicas: replicasFor(link.nc, config.natsReplicas),
+        replicas,
         replicasConfigured: config.natsReplicas !== undefined,
         duplicateWindowMs: 120_000,
       });
+      // The partition a person's events go to must be the one ingest leases: a count other than the one
+      // recorded is refused here, before anything is published.
+      await (await IngestBucket.open(link.nc, replicas)).agreedPartitions(config.busPartitions);
     } catch (err) {
       await link.close();
       throw err;

@@ -4,10 +4,12 @@ import {
   DiscardPolicy,
   RetentionPolicy,
   StorageType,
+  type ConsumerConfig,
   type JetStreamManager,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { Lane } from '../../core/event.ts';
+import type { Logger } from '../../core/logger.ts';
 
 export const STREAM = 'EVENTS';
 
@@ -15,12 +17,40 @@ export function subjectOf(lane: Lane, partition: number): string {
   return `events.${lane}.${partition}`;
 }
 
-export const CONSUMERS: Readonly<Record<Lane, { durable: string; filter: string; maxAckPending: number }>> = {
-  live: { durable: 'ingest-live', filter: 'events.live.>', maxAckPending: 1024 },
+/** A durable pull consumer ingest reads: its name, the subjects it takes, and how many batches it has out at once. */
+export interface ConsumerSpec {
+  readonly durable: string;
+  readonly filter: string;
+  readonly maxAckPending: number;
+}
+
+/**
+ * The overflow lane's one consumer, pulled by every ingest process (JetStream hands each pull what is next:
+ * no order is promised there), and the historical lane's, which one process at a time holds (a lease) and
+ * reads one message at a time, in stream order. The live lane has a consumer per partition (`liveConsumer`).
+ */
+export const CONSUMERS: Readonly<Record<'overflow' | 'historical', ConsumerSpec>> = {
   overflow: { durable: 'ingest-overflow', filter: 'events.overflow.>', maxAckPending: 256 },
-  // One message in flight at a time: historical migrations are replayed strictly in stream order.
   historical: { durable: 'ingest-historical', filter: 'events.historical.>', maxAckPending: 1 },
 };
+
+/** The live lane's batches out at once, over all its partitions: each partition's consumer takes a share. */
+const LIVE_ACK_PENDING = 1024;
+
+/**
+ * The consumer of one live partition: `ingest-live-<n>` over `events.live.<n>`, so that the process holding
+ * the partition's lease is the only one reading it, in stream order.
+ */
+export function liveConsumer(partition: number, partitions: number): ConsumerSpec {
+  return {
+    durable: `ingest-live-${partition}`,
+    filter: subjectOf('live', partition),
+    maxAckPending: Math.max(64, Math.ceil(LIVE_ACK_PENDING / partitions)),
+  };
+}
+
+/** The consumer of the lane before partitions were shared: its filter overlaps every partition's. */
+const OLD_LIVE = { durable: 'ingest-live', filter: 'events.live.>' };
 
 export interface StreamOptions {
   /** R1 on one server, R3 in a cluster (connection.ts `replicasFor`). */
@@ -64,31 +94,90 @@ export interface ConsumerOptions {
 }
 
 /**
- * Creates or updates ingest's durable consumers (the stream must exist). Only ingest runs this, so the
- * consumers' settings follow the ingest processes' configuration, not the capture processes'.
+ * Creates or updates the overflow lane's consumer, and deletes the live lane's consumer of the layout before
+ * partitions were shared (`ingest-live` over `events.live.>`): a work-queue stream refuses consumers whose
+ * filters overlap, so the partitions' consumers cannot exist beside it. What it had delivered and not
+ * acknowledged stays in the stream and is read by the partitions' consumers (as batches that may be stored
+ * already: `resetConsumer`). The historical lane's and the partitions' consumers are made by whoever takes
+ * their lease. Only ingest runs this, so the consumers' settings follow the ingest processes' configuration.
  */
-export async function ensureConsumers(jsm: JetStreamManager, options: ConsumerOptions): Promise<void> {
-  for (const c of Object.values(CONSUMERS)) {
-    const consumer = {
-      durable_name: c.durable,
-      filter_subject: c.filter,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      ack_wait: nanos(options.ackWaitMs),
-      max_ack_pending: c.maxAckPending,
-      max_deliver: -1,
-    };
-    try {
-      await jsm.consumers.info(STREAM, c.durable);
-      await jsm.consumers.update(STREAM, c.durable, consumer);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      await jsm.consumers.add(STREAM, consumer);
+export async function ensureConsumers(
+  jsm: JetStreamManager,
+  options: ConsumerOptions,
+  logger: Logger,
+): Promise<void> {
+  const spec = CONSUMERS.overflow;
+  try {
+    await jsm.consumers.info(STREAM, spec.durable);
+    await jsm.consumers.update(STREAM, spec.durable, consumerConfig(spec, options));
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await jsm.consumers.add(STREAM, consumerConfig(spec, options));
+  }
+  try {
+    const old = await jsm.consumers.info(STREAM, OLD_LIVE.durable);
+    if (old.config.filter_subject === OLD_LIVE.filter) {
+      await jsm.consumers.delete(STREAM, OLD_LIVE.durable);
+      logger.info(
+        { consumer: OLD_LIVE.durable, unacknowledged: old.num_ack_pending },
+        'the live lane is read by a consumer per partition now: the lane-wide consumer is deleted',
+      );
     }
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
   }
 }
 
-function isNotFound(err: unknown): boolean {
+/** Written in a consumer's description: the stream sequence up to which its batches may be stored already. */
+const MAYBE_STORED = 'maybe stored until ';
+
+/**
+ * Deletes a consumer and makes it again, reading from the first message its filter still holds in the
+ * stream (DeliverAll). With work-queue retention only an ack removes a message, so whatever the last holder
+ * was given and did not acknowledge comes first, in stream order, and at once rather than after the ack
+ * wait: what a dead process left is handled before anything later of the partition. Resolves with the
+ * stream sequence up to which the batches delivered may have been stored by an earlier holder: the last one
+ * the deleted consumer delivered, or an earlier such bound it carried, or — when there was no consumer (a
+ * first start, or the lane-wide consumer of the old layout) — the stream's last sequence. The new consumer
+ * carries the bound on, in case its holder dies before reaching it.
+ */
+export async function resetConsumer(
+  jsm: JetStreamManager,
+  spec: ConsumerSpec,
+  options: ConsumerOptions,
+): Promise<number> {
+  let maybeStoredUntil: number;
+  try {
+    const info = await jsm.consumers.info(STREAM, spec.durable);
+    const carried = info.config.description?.startsWith(MAYBE_STORED)
+      ? Number(info.config.description.slice(MAYBE_STORED.length)) || 0
+      : 0;
+    maybeStoredUntil = Math.max(info.delivered.stream_seq, carried);
+    await jsm.consumers.delete(STREAM, spec.durable);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    maybeStoredUntil = (await jsm.streams.info(STREAM)).state.last_seq;
+  }
+  await jsm.consumers.add(STREAM, {
+    ...consumerConfig(spec, options),
+    description: `${MAYBE_STORED}${maybeStoredUntil}`,
+  });
+  return maybeStoredUntil;
+}
+
+function consumerConfig(spec: ConsumerSpec, options: ConsumerOptions): Partial<ConsumerConfig> {
+  return {
+    durable_name: spec.durable,
+    filter_subject: spec.filter,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(options.ackWaitMs),
+    max_ack_pending: spec.maxAckPending,
+    max_deliver: -1,
+  };
+}
+
+export function isNotFound(err: unknown): boolean {
   const e = err as { code?: unknown; api_error?: { err_code?: number }; message?: string };
   return (
     e.api_error?.err_code === 10059 || e.api_error?.err_code === 10014 || /not found/i.test(String(e.message))
