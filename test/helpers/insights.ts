@@ -56,7 +56,11 @@ function chTime(iso: string): string {
 }
 
 /** Writes events of `project` (default 1), and a person_distinct_ids row for each distinct id seen. */
-export async function insertEvents(store: Pick<Store, 'insert'>, events: readonly TestEvent[], project = 1): Promise<void> {
+export async function insertEvents(
+  store: Pick<Store, 'insert'>,
+  events: readonly TestEvent[],
+  project = 1,
+): Promise<void> {
   const rows: Row[] = events.map((e) => {
     seq += 1;
     const g = e.groups ?? [];

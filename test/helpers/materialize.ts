@@ -43,9 +43,7 @@ interface Teardown {
  * A migrated chDB store in a temporary directory, and a chDB session on the same data for what the store's
  * client cannot answer (Parquet bytes); closed and removed when `t` ends.
  */
-export async function materializeStore(
-  t: Teardown,
-): Promise<{ store: ChdbClient; engine: Session }> {
+export async function materializeStore(t: Teardown): Promise<{ store: ChdbClient; engine: Session }> {
   const dir = mkdtempSync(join(tmpdir(), 'weir-materialize-'));
   const store = ChdbClient.open(join(dir, 'chdb'));
   await migrate(store, createLogger('silent'));

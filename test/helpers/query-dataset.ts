@@ -156,7 +156,10 @@ function eventRow(e: DatasetEvent): Row {
 }
 
 /** Writes the dataset for `projects` (project 2, if listed, is the one marked SECRET) and returns it. */
-export async function seedDataset(store: Pick<Store, 'insert'>, projects: readonly number[]): Promise<Dataset> {
+export async function seedDataset(
+  store: Pick<Store, 'insert'>,
+  projects: readonly number[],
+): Promise<Dataset> {
   const events: DatasetEvent[] = [];
   const retried = new Map<number, string>();
   for (const project of projects) {
