@@ -17,6 +17,14 @@ import { createClient } from '@clickhouse/client';
 import { REPO_ROOT, spawnTracked, stopChild } from './child-processes.ts';
 import type { SqlRunner } from './lag-sampler.ts';
 
+/**
+ * The longest request line and headers the front takes, as a ClickHouse server's `http_max_uri_size` (1 MiB
+ * by default; chDB reports the same). The front is a node:http server, whose default is 16 KiB: it refuses
+ * a longer URL with 431 and an empty body before the front sees it, and the server store sends a lookup's
+ * ids as `param_ids` in the URL, so under load most of ingest's lookups failed and were redelivered, which
+ * a server would have answered.
+ */
+const MAX_HTTP_HEADER_BYTES = 1024 * 1024;
 /** chDB loads its engine before the front listens: seconds on a busy 2-core machine. */
 const READY_TIMEOUT_MS = 60_000;
 /** The front closes its chDB session on SIGTERM; a large store can take a while to flush. */
@@ -45,7 +53,8 @@ function frontArgs(): string[] {
 /** Starts a front on a fresh data directory and a port the system chooses; resolves once it printed `ready`. */
 export async function startBenchFront(): Promise<BenchFront> {
   const dataDir = mkdtempSync(join(tmpdir(), 'weir-bench-front-'));
-  const child = spawnTracked(process.execPath, [...frontArgs(), '--port', '0', '--data-dir', dataDir], {
+  const args = [`--max-http-header-size=${MAX_HTTP_HEADER_BYTES}`, ...frontArgs()];
+  const child = spawnTracked(process.execPath, [...args, '--port', '0', '--data-dir', dataDir], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
