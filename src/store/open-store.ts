@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -38,6 +39,8 @@ export async function openStore(
         // A materialization refresh may run ten times a run's limit (roles/api.ts); the engine enforces
         // both, and this only bounds a server that stopped answering.
         requestTimeoutMs: config.queryTimeoutSeconds * 10 * 1000 + 30_000,
+        // Beside the data directory's other files, as the embedded store keeps it beside its commit log.
+        rejectedFile: join(config.dataDir, 'rejected.jsonl'),
       },
       deps,
       options,

@@ -165,8 +165,11 @@ t.test('inserts past the bound of unanswered bytes are refused until the server 
 
 t.test('a row the server refuses is set aside; the rest of its block is stored', async (t) => {
   const metrics = new Metrics({ defaultMetrics: false });
+  const dir = tempDir('weir-server-rejected-');
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const rejectedFile = join(dir, 'rejected.jsonl');
   const own = await ServerStore.open(
-    config(db),
+    config(db, { rejectedFile }),
     { logger: createLogger('silent'), metrics },
     {
       migrate: false,
@@ -181,6 +184,15 @@ t.test('a row the server refuses is set aside; the rest of its block is stored',
     rows.filter((_, i) => i !== 2).map((r) => r['distinct_id']),
   );
   t.match(await metrics.registry.metrics(), /weir_store_rows_rejected_total\{table="events"\} 1/);
+  const [line, ...more] = readFileSync(rejectedFile, 'utf8').trim().split('\n');
+  t.same(more, []);
+  const set = JSON.parse(line!) as { table: string; row: string };
+  t.equal(set.table, 'events');
+  t.match(
+    JSON.parse(set.row),
+    { uuid: 'not-a-uuid', distinct_id: rows[2]['distinct_id'] },
+    'the row, whole',
+  );
 });
 
 t.test('queries take typed parameters, whole numbers beyond 2^53 included', async (t) => {

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
+import { appendFile, mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
@@ -14,7 +16,7 @@ import type {
   TableReader,
   Values,
 } from '../../core/ports.ts';
-import { jsonArrayParts, jsonMemberParts, JsonRowEncoder } from '../json-rows.ts';
+import { jsonArrayParts, jsonMemberParts, JsonRowEncoder, valuesAsRow } from '../json-rows.ts';
 import { migrate } from '../migrate.ts';
 import { CheckedInserts, type InsertTarget } from '../refused-rows.ts';
 import { columnList, exactIntegers, INSERT_SETTINGS, sqlString } from '../sql.ts';
@@ -35,6 +37,12 @@ export interface ServerStoreConfig {
   readonly maxPendingBytes: number;
   /** Longest one request may take, its answer included (a query's own limit is the engine's). */
   readonly requestTimeoutMs: number;
+  /**
+   * Where a row the server refuses as bad data is set aside (a JSON line, as the embedded store's
+   * `rejected.jsonl`); without it the row is only counted and logged without its content (logs never carry
+   * event bodies).
+   */
+  readonly rejectedFile?: string;
 }
 
 export interface ServerStoreDeps {
@@ -59,8 +67,8 @@ const COMMITS_IN_FLIGHT = 2;
  * An insert is one block of JSON bytes under a deduplication token of its own; a retry after a failure that
  * may have left the block stored (a connection reset before the answer, the server busy) sends the same
  * bytes under the same token, and the server stores the block once. A block the engine refuses as bad data
- * is bisected like the embedded store's (refused-rows.ts): the refused rows are logged and counted, the rest
- * stored, so one bad row cannot hold a partition of the bus up for ever.
+ * is bisected like the embedded store's (refused-rows.ts): the refused rows are set aside and counted, the
+ * rest stored, so one bad row cannot hold a partition of the bus up for ever.
  */
 export class ServerStore implements Store, TableReader, ParquetExporter {
   readonly soleWriter = false;
@@ -240,15 +248,18 @@ export class ServerStore implements Store, TableReader, ParquetExporter {
   }
 
   async #refuse({ table, columns }: InsertTarget, line: Buffer, err: unknown): Promise<void> {
-    const row = line.toString('utf8').trimEnd();
     const error = err instanceof Error ? err.message.split('\n')[0] : String(err);
     this.#deps.metrics.storeRowsRejected.inc({ table });
-    // No commit log to set it aside in: the log is where an operator finds it.
+    const file = this.#config.rejectedFile;
     this.#deps.logger.error(
-      { table, error, row, columns },
+      { table, error, file },
       'the ClickHouse server refused a row as bad data; the rest of its block is stored',
     );
-    return Promise.resolve();
+    if (file === undefined) return;
+    // A row of values is set aside as an object, named the way an operator reads it.
+    const row = columns ? JSON.stringify(valuesAsRow(columns, line)) : line.toString('utf8').trimEnd();
+    await mkdir(dirname(file), { recursive: true });
+    await appendFile(file, `${JSON.stringify({ at: new Date().toISOString(), table, error, row })}\n`);
   }
 
   /** Inserts not yet answered are under the bound's last quarter (see LoggedStore.accepting). */
