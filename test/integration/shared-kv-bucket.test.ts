@@ -15,6 +15,22 @@ t.teardown(() => cluster.close());
 const nc = await connect({ servers: cluster.url.split(',') });
 t.teardown(() => nc.close());
 
+/**
+ * Opens a bucket, trying again while the cluster cannot place its replicas yet (a node that has not joined the
+ * JetStream group right after start, on a loaded machine).
+ */
+async function open(options: Parameters<typeof KvBucket.open>[1]): Promise<KvBucket> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await KvBucket.open(nc, options);
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
 /** How many of `writes` landed; the rest must have lost with KvConflict. */
 async function landed(writes: Promise<number>[]): Promise<number> {
   const settled = await Promise.allSettled(writes);
@@ -24,7 +40,7 @@ async function landed(writes: Promise<number>[]): Promise<number> {
 }
 
 t.test('a replicated bucket: of concurrent writes from one revision exactly one lands', async (t) => {
-  const bucket = await KvBucket.open(nc, { bucket: 'weir_persons_r3', replicas: 3 });
+  const bucket = await open({ bucket: 'weir_persons_r3', replicas: 3 });
   t.teardown(() => bucket.close());
   t.comment(`nats-server ${nc.info?.version}: bucket-wide condition ${bucket.bucketWide}`);
   for (let round = 0; round < 5; round++) {
@@ -37,12 +53,10 @@ t.test('a replicated bucket: of concurrent writes from one revision exactly one 
 });
 
 t.test('what the bucket-wide condition costs (reported)', async (t) => {
-  const open = (bucket: string, replicas: number, condition: 'record' | 'bucket'): Promise<KvBucket> =>
-    KvBucket.open(nc, { bucket, replicas, condition });
   const buckets = {
-    r1: await open('weir_persons_cost_r1', 1, 'record'),
-    r3: await open('weir_persons_cost_r3', 3, 'record'),
-    wide: await open('weir_persons_cost_wide', 3, 'bucket'),
+    r1: await open({ bucket: 'weir_persons_cost_r1', replicas: 1, condition: 'record' }),
+    r3: await open({ bucket: 'weir_persons_cost_r3', replicas: 3, condition: 'record' }),
+    wide: await open({ bucket: 'weir_persons_cost_wide', replicas: 3, condition: 'bucket' }),
   };
   t.teardown(() => Object.values(buckets).forEach((b) => b.close()));
   const rate = async (bucket: KvBucket): Promise<number> => {
@@ -51,8 +65,18 @@ t.test('what the bucket-wide condition costs (reported)', async (t) => {
     const started = performance.now();
     await Promise.all(
       Array.from({ length: writers }, async (_, w) => {
-        let revision = await bucket.create(`p.1.writer-${w}`, { n: 0 });
-        for (let n = 1; n < each; n++) revision = await bucket.update(`p.1.writer-${w}`, { n }, revision);
+        const key = `p.1.writer-${w}`;
+        let revision = await bucket.create(key, { n: 0 });
+        for (let n = 1; n < each; n++) {
+          try {
+            revision = await bucket.update(key, { n }, revision);
+          } catch (err) {
+            // Bucket-wide, a writer that loses many rounds in a row gives up as the event would: read, retry.
+            if (!(err instanceof KvConflict)) throw err;
+            revision = (await bucket.get(key))!.revision;
+            n--;
+          }
+        }
       }),
     );
     return Math.round((writers * each) / ((performance.now() - started) / 1000));
