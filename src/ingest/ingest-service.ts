@@ -13,6 +13,8 @@ import { GroupState, groupKeys } from './persons/group-state.ts';
 import { KnownIds } from './persons/known-ids.ts';
 import { PersonRepository } from './persons/person-repository.ts';
 import { PersonState } from './persons/person-state.ts';
+import type { Groups } from './persons/persons.ts';
+import type { SharedStateSource } from './shared/shared-state.ts';
 import { allCommitted } from './persons/state-writes.ts';
 import { assignPersonMode } from './steps/assign-person.ts';
 import { identifyGroup } from './steps/identify-group.ts';
@@ -39,6 +41,11 @@ export interface IngestDeps {
   readonly logger: Logger;
   /** Records the property definitions of what is stored (property-definitions.ts); none when absent. */
   readonly properties?: { observe(events: readonly PipelineEvent[]): void };
+  /**
+   * Person and group state shared with other ingest processes (NATS KV, ingest/shared/): given when the store
+   * has other writers. Without it the state is this process's own, as one process needs.
+   */
+  readonly sharedState?: SharedStateSource;
 }
 
 interface Job {
@@ -88,7 +95,7 @@ export class IngestService {
   readonly #partitions: number;
   readonly #knownIds: KnownIds | undefined;
   readonly #knownGroups: KnownIds | undefined;
-  readonly #groups: GroupState;
+  readonly #groups: Groups;
   readonly #handOffs = new HandOffOrder();
 
   constructor(config: IngestConfig, deps: IngestDeps) {
@@ -98,16 +105,19 @@ export class IngestService {
     this.#dedup = new DedupWindow(config.dedupWindow);
     const state = { store: deps.store, writer: this.#writer };
     // Only a store's sole writer can know every distinct id that has a person, and every group (see KnownIds).
-    this.#knownIds = deps.store.soleWriter ? new KnownIds() : undefined;
-    this.#knownGroups = deps.store.soleWriter ? new KnownIds() : undefined;
-    const persons = new PersonState(
-      { cacheSize: config.personCacheSize ?? 100_000 },
-      { ...state, knownIds: this.#knownIds, metrics: deps.metrics },
-    );
-    this.#groups = new GroupState(
-      { cacheSize: config.groupCacheSize ?? 10_000 },
-      { ...state, knownKeys: this.#knownGroups },
-    );
+    // Shared state means other processes write persons too, whatever the store.
+    const sole = deps.store.soleWriter && !deps.sharedState;
+    this.#knownIds = sole ? new KnownIds() : undefined;
+    this.#knownGroups = sole ? new KnownIds() : undefined;
+    const personCache = { cacheSize: config.personCacheSize ?? 100_000 };
+    const groupCache = { cacheSize: config.groupCacheSize ?? 10_000 };
+    const shared = deps.sharedState;
+    const persons = shared
+      ? shared.persons(personCache, { writer: this.#writer, metrics: deps.metrics })
+      : new PersonState(personCache, { ...state, knownIds: this.#knownIds, metrics: deps.metrics });
+    this.#groups = shared
+      ? shared.groups(groupCache, { writer: this.#writer, metrics: deps.metrics })
+      : new GroupState(groupCache, { ...state, knownKeys: this.#knownGroups });
     // The one place the order of the steps is written down.
     this.#pipeline = new Pipeline([
       assignPersonMode(),
