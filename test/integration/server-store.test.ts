@@ -188,11 +188,7 @@ t.test('a row the server refuses is set aside; the rest of its block is stored',
   t.same(more, []);
   const set = JSON.parse(line!) as { table: string; row: string };
   t.equal(set.table, 'events');
-  t.match(
-    JSON.parse(set.row),
-    { uuid: 'not-a-uuid', distinct_id: rows[2]['distinct_id'] },
-    'the row, whole',
-  );
+  t.match(JSON.parse(set.row), { uuid: 'not-a-uuid', distinct_id: rows[2]['distinct_id'] }, 'the row, whole');
 });
 
 t.test('queries take typed parameters, whole numbers beyond 2^53 included', async (t) => {
