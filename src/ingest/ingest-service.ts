@@ -326,10 +326,17 @@ export class IngestService {
   #write(job: Job, out: PipelineOutput, settle: (outcome: Promise<void>) => void): void {
     job.commits.push(...out.written);
     this.#deps.properties?.observe(out.events);
-    const commit =
-      out.events.length > 0
-        ? this.#writer.writeValues('events', EVENT_COLUMNS, out.events.map(eventValues))
-        : undefined;
+    // With other writers, an event's row goes to the store only once its person and group rows are there:
+    // the one that takes over a dead process's batches drops the events the store holds, so an event row
+    // committed without them would leave them never written.
+    const state = this.#deps.store.soleWriter ? undefined : allCommitted(out.written);
+    let commit: Promise<void> | undefined;
+    if (out.events.length > 0) {
+      const rows = out.events.map(eventValues);
+      commit = state
+        ? state.then(() => this.#writer.writeValues('events', EVENT_COLUMNS, rows))
+        : this.#writer.writeValues('events', EVENT_COLUMNS, rows);
+    }
     settle(allCommitted([commit, ...out.written]) ?? Promise.resolve());
     if (commit) {
       // The callback keeps two values, not the events: they are let go once their rows are written.
