@@ -37,6 +37,7 @@ const dirs: string[] = [];
 const roles: RoleProcess[] = [];
 const servers: NatsServer[] = [];
 const clients: ClickHouseClient[] = [];
+const databases: string[] = [];
 t.teardown(async () => {
   await Promise.all(
     roles.map(async (r) => {
@@ -45,6 +46,10 @@ t.teardown(async () => {
       clearTimeout(timer);
     }),
   );
+  // Each run's database goes with it, so the test leaves a real server (WEIR_TEST_CLICKHOUSE_URL) as it found it.
+  const admin = createClient({ url: ch.url, password: ch.password ?? '' });
+  for (const db of databases) await admin.command({ query: `DROP DATABASE IF EXISTS \`${db}\`` });
+  await admin.close();
   for (const c of clients) await c.close();
   for (const s of servers) await s.close();
   await ch.stop();
@@ -108,6 +113,7 @@ async function startCluster(
   const nats = await startNatsServer();
   servers.push(nats);
   const database = `weir_e2e_${name}_${process.pid}`;
+  databases.push(database);
   const shared = {
     WEIR_NATS_URL: nats.url,
     WEIR_CATALOG: 'nats',
