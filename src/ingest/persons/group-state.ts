@@ -2,7 +2,7 @@ import type { Row, Store } from '../../core/ports.ts';
 import { chTime } from '../../store/ch-time.ts';
 import type { BatchWriter } from '../batch-writer.ts';
 import { BatchedLoader } from './batched-loader.ts';
-import { GroupTypes, type GroupTypeIndexes } from './group-types.ts';
+import { GroupTypes, TypeRefusals, type GroupTypeIndexes } from './group-types.ts';
 import type { KnownIds } from './known-ids.ts';
 import { PinnedLru } from './pinned-lru.ts';
 import { allCommitted, writeState, STATE_READ } from './state-writes.ts';
@@ -37,9 +37,6 @@ type StoredGroup = Pick<Group, 'properties' | 'createdAt' | 'version'>;
 export type IdentifyOutcome =
   { readonly kind: 'ok'; readonly written?: Promise<void> } | { readonly kind: 'type_limit' };
 
-/** Distinct refused group types remembered for "warn once"; past it the memory starts over. */
-const MAX_REMEMBERED_REFUSALS = 10_000;
-
 /**
  * Groups (SPEC §2): `$groupidentify` creates or updates group `(type, key)`, its `$group_set` merged one
  * level deep; `$groups` on any event maps its types to column indexes. Groups are cached like persons,
@@ -51,7 +48,7 @@ export class GroupState {
   readonly #loader: BatchedLoader<StoredGroup>;
   readonly #writer: BatchWriter;
   readonly #knownKeys: KnownIds | undefined;
-  readonly #refusals = new Set<string>();
+  readonly #refusals = new TypeRefusals();
 
   constructor(config: GroupStateConfig, deps: GroupStateDeps) {
     this.#types = new GroupTypes(deps);
@@ -73,11 +70,7 @@ export class GroupState {
 
   /** True the first time this process refuses a type of a project: ordinary events warn once, not per event. */
   firstRefusal(projectId: number, type: string): boolean {
-    const key = `${projectId}:${type}`;
-    if (this.#refusals.has(key)) return false;
-    if (this.#refusals.size >= MAX_REMEMBERED_REFUSALS) this.#refusals.clear();
-    this.#refusals.add(key);
-    return true;
+    return this.#refusals.first(projectId, type);
   }
 
   async identify(

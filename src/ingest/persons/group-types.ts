@@ -121,3 +121,23 @@ function freeIndex(mapping: ReadonlyMap<string, number>): number | undefined {
   for (let i = 0; i < MAX_GROUP_TYPES; i++) if (!taken.has(i)) return i;
   return undefined;
 }
+
+/** Distinct refused group types remembered for "warn once"; past it the memory starts over. */
+const MAX_REMEMBERED_REFUSALS = 10_000;
+
+/**
+ * The group types of each project this process has refused (past `MAX_GROUP_TYPES`), so an ordinary event
+ * naming one warns once, not per event. Only a memory for warnings: forgetting it costs a repeated warning.
+ */
+export class TypeRefusals {
+  readonly #seen = new Set<string>();
+
+  /** True the first time this process refuses `type` of the project. */
+  first(projectId: number, type: string): boolean {
+    const key = `${projectId}:${type}`;
+    if (this.#seen.has(key)) return false;
+    if (this.#seen.size >= MAX_REMEMBERED_REFUSALS) this.#seen.clear();
+    this.#seen.add(key);
+    return true;
+  }
+}

@@ -7,8 +7,9 @@ import { BatchedLoader } from './batched-loader.ts';
 import type { KnownIds } from './known-ids.ts';
 import { cacheKey, PersonCache, type Person } from './person-cache.ts';
 import { distinctIdRow, personRow, PersonRepository, type StoredPerson } from './person-repository.ts';
-import { applyPropertyUpdates, illegalIdOf, mergeRequest, type MergeRequest } from './person-rules.ts';
+import { applyPropertyUpdates, type MergeRequest } from './person-rules.ts';
 import { allCommitted, writeState } from './state-writes.ts';
+import { eventMerge, validMerge } from './event-merge.ts';
 import { eventWarning, PERSON_WARNINGS } from './warnings.ts';
 
 export interface PersonStateConfig {
@@ -104,16 +105,7 @@ export class PersonState {
    * pipeline does not pay a promise per event; otherwise loads what it needs first.
    */
   process(event: CapturedEvent): PersonOutcome | Promise<PersonOutcome> {
-    const merge = mergeRequest(event.event, event.distinctId, event.properties);
-    const illegal = merge && illegalIdOf(merge);
-    const warning =
-      merge && illegal !== undefined
-        ? eventWarning(event, PERSON_WARNINGS.illegalDistinctId, {
-            illegalDistinctId: illegal,
-            otherDistinctId: illegal === merge.into ? merge.other : merge.into,
-          })
-        : undefined;
-    const valid = warning ? undefined : merge;
+    const { valid, warning } = eventMerge(event);
     if (!valid) {
       const cached = this.#cache.get(cacheKey(event.projectId, event.distinctId));
       if (cached !== undefined) {
@@ -334,10 +326,4 @@ export class PersonState {
     }
     return allCommitted(persons.map((p) => p.committing));
   }
-}
-
-/** The merge an event asks for, when its ids may be merged at all (only those are worth loading). */
-function validMerge(event: CapturedEvent): MergeRequest | undefined {
-  const merge = mergeRequest(event.event, event.distinctId, event.properties);
-  return merge && illegalIdOf(merge) === undefined ? merge : undefined;
 }

@@ -2,7 +2,7 @@ import type { Metrics } from '../../core/metrics.ts';
 import { chTime } from '../../store/ch-time.ts';
 import type { BatchWriter } from '../batch-writer.ts';
 import { mergeOneLevel } from '../persons/group-state.ts';
-import type { GroupTypeIndexes } from '../persons/group-types.ts';
+import { TypeRefusals, type GroupTypeIndexes } from '../persons/group-types.ts';
 import { PinnedLru } from '../persons/pinned-lru.ts';
 import type { Groups, IdentifyOutcome } from '../persons/persons.ts';
 import { allCommitted, writeState } from '../persons/state-writes.ts';
@@ -32,8 +32,6 @@ interface SeenGroup {
   readonly revision: number;
 }
 
-/** Distinct refused group types remembered for "warn once"; past it the memory starts over. */
-const MAX_REMEMBERED_REFUSALS = 10_000;
 /** Rounds of read-then-write of one `$groupidentify` before it fails (its batch is then retried). */
 const MAX_ATTEMPTS = 64;
 
@@ -51,7 +49,7 @@ export class SharedGroups implements Groups {
   readonly #metrics: Metrics | undefined;
   readonly #cacheSize: number;
   #cache: PinnedLru<SeenGroup>;
-  readonly #refusals = new Set<string>();
+  readonly #refusals = new TypeRefusals();
 
   constructor(config: SharedGroupsConfig, deps: SharedGroupsDeps) {
     this.#types = new SharedGroupTypes(deps);
@@ -90,11 +88,7 @@ export class SharedGroups implements Groups {
   }
 
   firstRefusal(projectId: number, type: string): boolean {
-    const key = `${projectId}:${type}`;
-    if (this.#refusals.has(key)) return false;
-    if (this.#refusals.size >= MAX_REMEMBERED_REFUSALS) this.#refusals.clear();
-    this.#refusals.add(key);
-    return true;
+    return this.#refusals.first(projectId, type);
   }
 
   async identify(

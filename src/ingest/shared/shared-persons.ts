@@ -2,14 +2,10 @@ import type { CapturedEvent, IngestionWarning } from '../../core/event.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { uuidv7 } from '../../core/uuid.ts';
 import type { BatchWriter } from '../batch-writer.ts';
-import {
-  applyPropertyUpdates,
-  illegalIdOf,
-  mergeRequest,
-  type MergeRequest,
-} from '../persons/person-rules.ts';
+import { applyPropertyUpdates, type MergeRequest } from '../persons/person-rules.ts';
 import type { PersonOutcome, Persons } from '../persons/persons.ts';
 import { allCommitted } from '../persons/state-writes.ts';
+import { eventMerge, validMerge } from '../persons/event-merge.ts';
 import { eventWarning, PERSON_WARNINGS } from '../persons/warnings.ts';
 import { KvConflict, type KvBucket } from './kv-bucket.ts';
 import { PersonChains, type EventContext, type SeenPerson } from './person-chains.ts';
@@ -98,16 +94,7 @@ export class SharedPersons implements Persons {
   }
 
   process(event: CapturedEvent): PersonOutcome | Promise<PersonOutcome> {
-    const merge = mergeRequest(event.event, event.distinctId, event.properties);
-    const illegal = merge && illegalIdOf(merge);
-    const warning =
-      merge && illegal !== undefined
-        ? eventWarning(event, PERSON_WARNINGS.illegalDistinctId, {
-            illegalDistinctId: illegal,
-            otherDistinctId: illegal === merge.into ? merge.other : merge.into,
-          })
-        : undefined;
-    const valid = warning ? undefined : merge;
+    const { valid, warning } = eventMerge(event);
     if (!valid) {
       const p = this.#unchanged(event);
       if (p)
@@ -255,10 +242,4 @@ export class SharedPersons implements Persons {
     if (commit) this.#committing.add(ctx.rows.personIds(), commit);
     return allCommitted([commit, personId === undefined ? undefined : this.#committing.get(personId)]);
   }
-}
-
-/** The merge an event asks for, when its ids may be merged at all. */
-function validMerge(event: CapturedEvent): MergeRequest | undefined {
-  const merge = mergeRequest(event.event, event.distinctId, event.properties);
-  return merge && illegalIdOf(merge) === undefined ? merge : undefined;
 }
