@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import uWS from 'uWebSockets.js';
-import { MODE_PATH } from './payloads.ts';
+import { MODE_PATH } from '../../src/loadgen/payloads.ts';
 
 const port = Number(process.argv[2]);
 if (!Number.isInteger(port) || port <= 0 || port > 65535) {

@@ -6,7 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { REPO_ROOT, spawnTracked, stopChild } from './child-processes.ts';
 import type { GeneratorReply, GeneratorRequest } from './generator-process.ts';
-import type { LoadResult, LoadSpec } from './load-generator.ts';
+import type { LoadResult, LoadSpec } from '../../src/loadgen/load-generator.ts';
 
 /** Time allowed beyond a run's own duration and drain for connecting and reporting back. */
 const RUN_SLACK_MS = 30_000;

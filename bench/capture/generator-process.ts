@@ -3,8 +3,9 @@
  * the runner's bookkeeping nor a server under test shares its event loop: on two cores, the server gets
  * one and the generator the other. The runner sends `GeneratorRequest`s over IPC, one at a time.
  */
-import { runLoad, type LoadResult, type LoadSpec } from './load-generator.ts';
-import { buildPayloads, type Mode, type Payloads } from './payloads.ts';
+import { runLoad, type LoadResult, type LoadSpec } from '../../src/loadgen/load-generator.ts';
+import { buildPayloads, type Mode, type Payloads } from '../../src/loadgen/payloads.ts';
+import { API_KEY } from './bench-key.ts';
 
 export interface GeneratorRequest {
   readonly id: number;
@@ -23,7 +24,7 @@ function payloadsFor(host: string, port: number, mode: Mode): Payloads {
   const key = `${host}:${port}:${mode}`;
   let payloads = payloadCache.get(key);
   if (!payloads) {
-    payloads = buildPayloads(mode, `${host}:${port}`);
+    payloads = buildPayloads(mode, { apiKey: API_KEY, host: `${host}:${port}` });
     payloadCache.set(key, payloads);
   }
   return payloads;

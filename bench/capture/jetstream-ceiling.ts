@@ -16,11 +16,12 @@ import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import type { Bus, ProjectKeys } from '../../src/core/ports.ts';
 import { processCpuSeconds } from './child-processes.ts';
-import { histogram, summarize, type LatencySummary } from './load-generator.ts';
+import { histogram, summarize, type LatencySummary } from '../../src/loadgen/load-generator.ts';
 import { OtherLoadProbe } from './machine-load.ts';
 import type { BenchContext } from './measure.ts';
 import type { BenchNats } from './nats-server.ts';
-import { API_KEY, buildBodies, type Mode } from './payloads.ts';
+import { buildBodies, type Mode } from '../../src/loadgen/payloads.ts';
+import { API_KEY } from './bench-key.ts';
 
 /** Publishes awaiting their ack at any time. */
 export const CEILING_IN_FLIGHT = 256;
@@ -80,7 +81,7 @@ export async function ceilingMessages(mode: Mode): Promise<CeilingMessages> {
     metrics: new Metrics({ defaultMetrics: false }),
     logger: createLogger('warn', process.stderr),
   });
-  const bodies = buildBodies(mode);
+  const bodies = buildBodies(mode, API_KEY);
   for (const body of bodies)
     await capture.capture({
       body: Buffer.from(body),

@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Measurement } from './measure.ts';
 import type { BenchOptions } from './options.ts';
-import type { Mode } from './payloads.ts';
+import type { Mode } from '../../src/loadgen/payloads.ts';
 import {
   cores,
   failures,

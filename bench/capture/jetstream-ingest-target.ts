@@ -15,7 +15,7 @@ import { connect } from '@nats-io/transport-node';
 import { STREAM } from '../../src/bus/jetstream/streams.ts';
 import { REPO_ROOT, freePort, processCpuSeconds } from './child-processes.ts';
 import type { BenchNats } from './nats-server.ts';
-import { API_KEY } from './payloads.ts';
+import { API_KEY } from './bench-key.ts';
 import {
   HOST,
   benchWeirEnv,

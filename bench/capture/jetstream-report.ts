@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import type { CeilingResult } from './jetstream-ceiling.ts';
 import type { JetStreamBenchResults, JetStreamModeResults, LagMeasured } from './jetstream-results.ts';
-import type { LatencySummary } from './load-generator.ts';
+import type { LatencySummary } from '../../src/loadgen/load-generator.ts';
 import type { Measurement } from './measure.ts';
 import {
   cores,

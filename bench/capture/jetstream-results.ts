@@ -5,7 +5,7 @@
 import type { CeilingResult } from './jetstream-ceiling.ts';
 import type { LagResult } from './lag-sampler.ts';
 import type { BenchOptions } from './options.ts';
-import type { Mode } from './payloads.ts';
+import type { Mode } from '../../src/loadgen/payloads.ts';
 import type { TargetCheck, TargetResults } from './results.ts';
 import type { LagRun } from './scenario-lag.ts';
 

@@ -10,8 +10,9 @@
  * receive time (`created_at`, milliseconds) → `_inserted_at`, i.e. without the HTTP response's way back.
  */
 import { randomUUID } from 'node:crypto';
-import { histogram, summarize, type LatencySummary } from './load-generator.ts';
-import { API_KEY, MODE_PATH } from './payloads.ts';
+import { histogram, summarize, type LatencySummary } from '../../src/loadgen/load-generator.ts';
+import { MODE_PATH } from '../../src/loadgen/payloads.ts';
+import { API_KEY } from './bench-key.ts';
 
 export const LAG_EVENT = '$bench_lag';
 const LAG_DISTINCT_ID = 'bench-lag-sampler';

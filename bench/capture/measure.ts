@@ -3,10 +3,10 @@
  * run in between. Every scenario is made of these, so every figure in the report is computed one way.
  */
 import type { GeneratorClient, GeneratorRun } from './generator-client.ts';
-import type { LoadResult } from './load-generator.ts';
+import type { LoadResult } from '../../src/loadgen/load-generator.ts';
 import { CONTENDED_CORES, OtherLoadProbe, type QuietGate } from './machine-load.ts';
 import type { BenchOptions } from './options.ts';
-import { EVENTS_PER_BATCH, type Mode } from './payloads.ts';
+import { EVENTS_PER_BATCH, type Mode } from '../../src/loadgen/payloads.ts';
 import { HOST, type Target, type TargetKind } from './targets.ts';
 import { diffCounters, type WeirCounters } from './weir-metrics.ts';
 

@@ -3,7 +3,7 @@
  * starts, so a typo fails in a second instead of after a five-minute run.
  */
 import { parseArgs } from 'node:util';
-import type { Mode } from './payloads.ts';
+import type { Mode } from '../../src/loadgen/payloads.ts';
 
 export type BusKind = 'embedded' | 'jetstream';
 

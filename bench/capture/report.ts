@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT } from './child-processes.ts';
 import { contended, type Measurement } from './measure.ts';
-import { latencyPlot } from './latency-plot.ts';
+import { latencyPlot, type PlotSeries } from '../../src/loadgen/latency-plot.ts';
 import type { BenchResults, ModeResults, TargetCheck, TargetResults } from './results.ts';
 
 export interface Table {
@@ -299,6 +299,22 @@ function notes(results: BenchResults): string[] {
 }
 
 const PLOT_NAME = 'capture-latency.svg';
+const PLOT_TITLE = 'Capture latency by percentile, fixed-rate open-loop runs (from due time)';
+
+/** One line per server and mode: the fixed-rate runs' latency from due time. */
+function plotSeries(results: BenchResults): PlotSeries[] {
+  return results.modes.flatMap((r) =>
+    (
+      [
+        ['bare uWS', r.bare],
+        ['Weir', r.weir],
+      ] as const
+    ).map(([name, t]) => ({
+      label: `${name}, ${r.mode}, ${t.fixed.rate} req/s`,
+      histogram: t.fixed.measurement.load.latencyHistogram,
+    })),
+  );
+}
 
 function markdown(results: BenchResults, jsonName: string, withPlot: boolean): string {
   const machine = Object.entries(results.machine)
@@ -380,7 +396,7 @@ export function writeResults(
 ): { json: string; md: string; svg?: string } {
   const { dir, jsonName, json, md } = resultFiles(outDir, 'capture', results.startedAt);
   writeFileSync(json, `${JSON.stringify(results, null, 2)}\n`);
-  const plot = latencyPlot(results);
+  const plot = latencyPlot(PLOT_TITLE, plotSeries(results));
   const svg = plot === undefined ? undefined : join(dir, PLOT_NAME);
   if (svg !== undefined && plot !== undefined) writeFileSync(svg, plot);
   writeFileSync(md, markdown(results, jsonName, svg !== undefined));

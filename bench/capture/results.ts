@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { REPO_ROOT } from './child-processes.ts';
 import type { BenchOptions } from './options.ts';
-import type { Mode } from './payloads.ts';
+import type { Mode } from '../../src/loadgen/payloads.ts';
 import type { FixedRateResult } from './scenario-fixed-rate.ts';
 import type { MaxThroughputResult } from './scenario-max-throughput.ts';
 import type { ServerLog } from './targets.ts';

@@ -20,7 +20,7 @@ import { startWeirScaled, type ScaledWeir } from './jetstream-ingest-target.ts';
 import type { SqlRunner } from './lag-sampler.ts';
 import type { BenchContext } from './measure.ts';
 import { startNats, type BenchNats } from './nats-server.ts';
-import type { Mode } from './payloads.ts';
+import type { Mode } from '../../src/loadgen/payloads.ts';
 import { commandLine, machineInfo, weirRevision } from './results.ts';
 import { measureRoles } from './scenario-roles.ts';
 

@@ -17,7 +17,7 @@ import {
 import { startWeirJetStream } from './jetstream-target.ts';
 import type { BenchContext } from './measure.ts';
 import { startNats } from './nats-server.ts';
-import type { Mode } from './payloads.ts';
+import type { Mode } from '../../src/loadgen/payloads.ts';
 import { commandLine, machineInfo, weirRevision } from './results.ts';
 import { measureRoles } from './scenario-roles.ts';
 

@@ -10,7 +10,7 @@ import { GeneratorClient } from './generator-client.ts';
 import { QuietGate } from './machine-load.ts';
 import type { BenchContext } from './measure.ts';
 import { fixedRate, parseOptions, USAGE, type BenchOptions } from './options.ts';
-import type { Mode } from './payloads.ts';
+import type { Mode } from '../../src/loadgen/payloads.ts';
 import { consoleReport, writeResults } from './report.ts';
 import {
   checkTargets,

@@ -8,9 +8,9 @@
  * left in the measured run, that one-off cost would be all it measured. The warm-up's own throughput is
  * kept and reported, as the rate at which Weir takes in new users.
  */
-import type { Second } from './load-generator.ts';
+import type { Second } from '../../src/loadgen/load-generator.ts';
 import { describe, measure, type BenchContext, type Measurement, type RunSpec } from './measure.ts';
-import { DISTINCT_IDS, EVENTS_PER_BATCH, type Mode } from './payloads.ts';
+import { DISTINCT_IDS, EVENTS_PER_BATCH, type Mode } from '../../src/loadgen/payloads.ts';
 import type { Target } from './targets.ts';
 
 export interface FixedRateResult {

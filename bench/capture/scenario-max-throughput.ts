@@ -22,7 +22,7 @@ import {
   type Measurement,
   type RunSpec,
 } from './measure.ts';
-import type { Mode } from './payloads.ts';
+import type { Mode } from '../../src/loadgen/payloads.ts';
 import type { Target } from './targets.ts';
 
 const FIRST_FRACTION = 0.9;

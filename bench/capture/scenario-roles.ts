@@ -10,7 +10,7 @@ import type { LagMeasured } from './jetstream-results.ts';
 import { lagResult, type SqlRunner } from './lag-sampler.ts';
 import type { BenchContext } from './measure.ts';
 import { fixedRate } from './options.ts';
-import type { Mode } from './payloads.ts';
+import type { Mode } from '../../src/loadgen/payloads.ts';
 import type { TargetResults } from './results.ts';
 import { runFixedRate, type FixedRateResult } from './scenario-fixed-rate.ts';
 import { LagProbe, type LagRun } from './scenario-lag.ts';

@@ -15,7 +15,7 @@ import {
   stopChild,
   waitUntilReady,
 } from './child-processes.ts';
-import { API_KEY } from './payloads.ts';
+import { API_KEY } from './bench-key.ts';
 import { readWeirCounters, type WeirCounters } from './weir-metrics.ts';
 
 export type TargetKind = 'weir' | 'bare-uws' | 'weir-jetstream';

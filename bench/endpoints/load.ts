@@ -5,11 +5,11 @@
  * the latencies are printed as JSON.
  * It writes `timing\n` and `timed\n` to stderr when the timed part starts and ends, so the runner can take
  * the server's CPU over exactly that span.
- * The connections are capture's lean client (bench/capture/http-connection.ts): a full HTTP client would
+ * The connections are capture's lean client (src/loadgen/http-connection.ts): a full HTTP client would
  * spend more CPU per request than a cached run costs Weir, on the same two cores.
  * Usage: node bin/run-ts.js bench/endpoints/load.ts '<LoadSpec as JSON>'
  */
-import { HttpConnection } from '../capture/http-connection.ts';
+import { HttpConnection } from '../../src/loadgen/http-connection.ts';
 
 export interface LoadSpec {
   readonly url: string;

@@ -12,6 +12,8 @@ import type { Mode, Payloads } from './payloads.ts';
 export interface LoadSpec {
   readonly host: string;
   readonly port: number;
+  /** HTTPS. @default false */
+  readonly tls?: boolean;
   readonly mode: Mode;
   /** Requests per second (open loop), or null for closed loop on every connection. */
   readonly rate: number | null;
@@ -79,6 +81,8 @@ export interface LoadResult {
   readonly timeline: readonly Second[];
   /** The latency histogram, HdrHistogram compressed base64 (microseconds), for later plots. */
   readonly latencyHistogram: string;
+  /** The service-time histogram, encoded the same way. */
+  readonly serviceHistogram: string;
   /** CPU the generator used, in cores (1.0 = one core busy for the whole run). */
   readonly generatorCpuCores: number;
 }
@@ -267,9 +271,12 @@ export async function runLoad(spec: LoadSpec, payloads: Payloads): Promise<LoadR
       }
       firstConnectionError ??= reason;
       if (now < scheduleEnd && reconnectsLeft-- > 0) {
-        HttpConnection.open(spec.host, spec.port, listener, CONNECT_TIMEOUT_MS).then(adopt, (err: Error) => {
-          firstConnectionError ??= err.message;
-        });
+        HttpConnection.open(spec.host, spec.port, listener, CONNECT_TIMEOUT_MS, spec.tls).then(
+          adopt,
+          (err: Error) => {
+            firstConnectionError ??= err.message;
+          },
+        );
       }
       if (isDone(now)) finish();
     },
@@ -277,7 +284,7 @@ export async function runLoad(spec: LoadSpec, payloads: Payloads): Promise<LoadR
 
   try {
     for (let i = 0; i < spec.connections; i++)
-      conns.push(await HttpConnection.open(spec.host, spec.port, listener, CONNECT_TIMEOUT_MS));
+      conns.push(await HttpConnection.open(spec.host, spec.port, listener, CONNECT_TIMEOUT_MS, spec.tls));
   } catch (err) {
     for (const conn of conns) conn.destroy();
     throw err;
@@ -338,6 +345,7 @@ export async function runLoad(spec: LoadSpec, payloads: Payloads): Promise<LoadR
     sendLag: summarize(sendLag),
     timeline: timeline.seconds(),
     latencyHistogram: encodeIntoCompressedBase64(latency),
+    serviceHistogram: encodeIntoCompressedBase64(service),
     generatorCpuCores: (cpu.user + cpu.system) / 1000 / (end - t0),
   };
 }

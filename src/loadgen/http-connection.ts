@@ -3,7 +3,8 @@
  * does (no pipelining). Responses are parsed just enough to find the status and where the next response
  * starts: a full HTTP client would cost the generator more CPU than the server under test spends.
  */
-import { connect, type Socket } from 'node:net';
+import { connect, isIP, type Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
 
 const HEADER_END = Buffer.from('\r\n\r\n');
 // uWS writes `Content-Length`; the lower-case form covers any other server put behind the bench.
@@ -40,18 +41,22 @@ export class HttpConnection {
     port: number,
     listener: ConnectionListener,
     timeoutMs: number,
+    /** HTTPS: a TLS session per connection, made before the run starts so its handshake is never timed. */
+    tls = false,
   ): Promise<HttpConnection> {
     return new Promise((resolve, reject) => {
-      const socket = connect({ host, port, noDelay: true });
+      const socket: Socket = tls
+        ? connectTls({ host, port, ...(isIP(host) ? {} : { servername: host }) }).setNoDelay(true)
+        : connect({ host, port, noDelay: true });
       const timer = setTimeout(() => {
         socket.destroy();
         reject(new Error(`connect to ${host}:${port} timed out`));
       }, timeoutMs);
-      socket.once('error', (err) => {
+      socket.once('error', (err: Error) => {
         clearTimeout(timer);
         reject(err);
       });
-      socket.once('connect', () => {
+      socket.once(tls ? 'secureConnect' : 'connect', () => {
         clearTimeout(timer);
         socket.removeAllListeners('error');
         resolve(new HttpConnection(socket, listener));

@@ -1,10 +1,9 @@
 /**
- * The classic HdrHistogram latency-by-percentile plot of the fixed-rate runs, as a dependency-free SVG:
- * x runs 0% → 99.99% on a "nines" scale (1 / (1 − p)), y is latency on a log scale, one line per server
- * and mode. Percentile tables hide the shape of the tail; this shows it at a glance.
+ * The classic HdrHistogram latency-by-percentile plot, as a dependency-free SVG: x runs 0% → 99.99% on a
+ * "nines" scale (1 / (1 − p)), y is latency on a log scale, one line per run. Percentile tables hide the
+ * shape of the tail; this shows it at a glance.
  */
 import { decodeFromCompressedBase64 } from 'hdr-histogram-js';
-import type { BenchResults } from './results.ts';
 
 const WIDTH = 900;
 const HEIGHT = 420;
@@ -12,6 +11,12 @@ const MARGIN = { left: 84, right: 220, top: 34, bottom: 50 };
 const PERCENTILES = [0, 25, 50, 75, 90, 95, 97.5, 99, 99.5, 99.75, 99.9, 99.95, 99.975, 99.99];
 const X_TICKS = [0, 90, 99, 99.9, 99.99];
 const COLOURS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e'];
+
+/** One line of the plot: a run's latency histogram (HdrHistogram compressed base64, microseconds). */
+export interface PlotSeries {
+  readonly label: string;
+  readonly histogram: string;
+}
 
 interface Series {
   readonly label: string;
@@ -23,24 +28,18 @@ function nines(percentile: number): number {
   return Math.log10(100 / (100 - Math.min(percentile, 99.99)));
 }
 
-function series(results: BenchResults): Series[] {
+function series(runs: readonly PlotSeries[]): Series[] {
   const out: Series[] = [];
-  for (const r of results.modes) {
-    for (const [name, t] of [
-      ['bare uWS', r.bare],
-      ['Weir', r.weir],
-    ] as const) {
-      const m = t.fixed.measurement;
-      const h = decodeFromCompressedBase64(m.load.latencyHistogram);
-      if (h.totalCount === 0) continue;
-      out.push({
-        label: `${name}, ${r.mode}, ${t.fixed.rate} req/s`,
-        points: PERCENTILES.map((p) => ({
-          percentile: p,
-          ms: Math.max(0.01, h.getValueAtPercentile(p) / 1000),
-        })),
-      });
-    }
+  for (const run of runs) {
+    const h = decodeFromCompressedBase64(run.histogram);
+    if (h.totalCount === 0) continue;
+    out.push({
+      label: run.label,
+      points: PERCENTILES.map((p) => ({
+        percentile: p,
+        ms: Math.max(0.01, h.getValueAtPercentile(p) / 1000),
+      })),
+    });
   }
   return out;
 }
@@ -50,8 +49,8 @@ function escape(text: string): string {
 }
 
 /** The SVG text, or undefined when no run recorded any latency. */
-export function latencyPlot(results: BenchResults): string | undefined {
-  const lines = series(results);
+export function latencyPlot(title: string, runs: readonly PlotSeries[]): string | undefined {
+  const lines = series(runs);
   if (lines.length === 0) return undefined;
   const all = lines.flatMap((s) => s.points.map((p) => p.ms));
   const yMin = Math.floor(Math.log10(Math.min(...all)));
@@ -66,7 +65,7 @@ export function latencyPlot(results: BenchResults): string | undefined {
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" font-family="sans-serif" font-size="12">`,
     `<rect width="${WIDTH}" height="${HEIGHT}" fill="white"/>`,
-    `<text x="${MARGIN.left}" y="18" font-size="14">Capture latency by percentile, fixed-rate open-loop runs (from due time)</text>`,
+    `<text x="${MARGIN.left}" y="18" font-size="14">${escape(title)}</text>`,
   ];
   for (let e = yMin; e <= yMax; e++) {
     const yy = y(10 ** e);

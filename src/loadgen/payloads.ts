@@ -6,14 +6,24 @@
 
 export type Mode = 'single' | 'batch';
 
-export const API_KEY = 'phc_bench';
-
 /** Distinct ids spread over the requests, so spike detection (100 events/s per id) stays out of the way. */
 export const DISTINCT_IDS = 10_000;
 
+/** Events in one `/batch/` request unless a batch size is given. */
 export const EVENTS_PER_BATCH = 100;
 
 export const MODE_PATH: Readonly<Record<Mode, string>> = { single: '/i/v0/e/', batch: '/batch/' };
+
+export interface PayloadOptions {
+  /** The project API key (`phc_…`) every body carries. */
+  readonly apiKey: string;
+  /** The Host header: `host:port` of the server under test. */
+  readonly host: string;
+  /** Events per `/batch/` request. @default EVENTS_PER_BATCH */
+  readonly batchSize?: number;
+  /** A path the capture routes sit under (a proxy's prefix), without a trailing slash. @default '' */
+  readonly basePath?: string;
+}
 
 export interface Payloads {
   readonly mode: Mode;
@@ -29,22 +39,22 @@ function properties(n: number): Record<string, string> {
   return { $current_url: `https://example.com/p/${n}`, $browser: 'Chrome' };
 }
 
-function singleBody(n: number): string {
+function singleBody(apiKey: string, n: number): string {
   return JSON.stringify({
-    api_key: API_KEY,
+    api_key: apiKey,
     event: '$pageview',
     distinct_id: `user-${n}`,
     properties: properties(n),
   });
 }
 
-function batchBody(first: number): string {
+function batchBody(apiKey: string, first: number, size: number): string {
   const batch = [];
-  for (let i = 0; i < EVENTS_PER_BATCH; i++) {
+  for (let i = 0; i < size; i++) {
     const n = (first + i) % DISTINCT_IDS;
     batch.push({ event: '$pageview', properties: { distinct_id: `user-${n}`, ...properties(n) } });
   }
-  return JSON.stringify({ api_key: API_KEY, batch });
+  return JSON.stringify({ api_key: apiKey, batch });
 }
 
 function request(host: string, path: string, body: string): Buffer {
@@ -56,25 +66,27 @@ function request(host: string, path: string, body: string): Buffer {
 }
 
 /** The JSON bodies of one cycle of requests: every distinct id appears once per cycle, in both modes. */
-export function buildBodies(mode: Mode): string[] {
+export function buildBodies(mode: Mode, apiKey: string, batchSize = EVENTS_PER_BATCH): string[] {
   const bodies: string[] = [];
   if (mode === 'single') {
-    for (let n = 0; n < DISTINCT_IDS; n++) bodies.push(singleBody(n));
+    for (let n = 0; n < DISTINCT_IDS; n++) bodies.push(singleBody(apiKey, n));
   } else {
-    for (let first = 0; first < DISTINCT_IDS; first += EVENTS_PER_BATCH) bodies.push(batchBody(first));
+    for (let first = 0; first < DISTINCT_IDS; first += batchSize)
+      bodies.push(batchBody(apiKey, first, batchSize));
   }
   return bodies;
 }
 
-export function buildPayloads(mode: Mode, host: string): Payloads {
-  const bodies = buildBodies(mode);
-  const path = MODE_PATH[mode];
-  const requests = bodies.map((body) => request(host, path, body));
+export function buildPayloads(mode: Mode, options: PayloadOptions): Payloads {
+  const batchSize = options.batchSize ?? EVENTS_PER_BATCH;
+  const bodies = buildBodies(mode, options.apiKey, batchSize);
+  const path = `${options.basePath ?? ''}${MODE_PATH[mode]}`;
+  const requests = bodies.map((body) => request(options.host, path, body));
   const totalBody = bodies.reduce((sum, body) => sum + Buffer.byteLength(body), 0);
   return {
     mode,
     requests,
-    eventsPerRequest: mode === 'single' ? 1 : EVENTS_PER_BATCH,
+    eventsPerRequest: mode === 'single' ? 1 : batchSize,
     meanBodyBytes: Math.round(totalBody / bodies.length),
   };
 }
