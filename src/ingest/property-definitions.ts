@@ -14,6 +14,7 @@ import {
 import type { Row, Store } from '../core/ports.ts';
 import type { PipelineEvent } from '../core/step.ts';
 import { chTime } from '../store/ch-time.ts';
+import { mergeDefinition, sameDefinition, type DefinitionState } from './property-definition-merge.ts';
 import { detectPropertyType } from './property-types.ts';
 
 /**
@@ -28,12 +29,24 @@ import { detectPropertyType } from './property-types.ts';
  * Ingest's work per event is a Map lookup per property key: each event name keeps the set of keys already
  * handled today, and only a key not in it takes the slow path (detection, the definition, a row to write).
  * The sets are cleared when the UTC day changes, so a definition's `last_seen_at` is rewritten once a day.
+ *
+ * Several processes may record into one store (the ClickHouse server store: many `weir ingest`, and query
+ * nodes setting types through the API). Such a registry reloads (`reloadMs`), and a reload MERGES the store's
+ * rows into memory (property-definition-merge.ts: union of events, earliest first seen, latest last seen, a
+ * type set on purpose before a detected one, else the type of the definition first seen earliest) rather than
+ * replacing it. A definition whose merged state differs from its row is written again, by a registry that
+ * records (one that only reads leaves the repair to those): so a union one write lost is restored by the next
+ * reload, and every process ends on one type. One whose state equals its row is not written, so processes do
+ * not trade rows. Before writing, such a registry also merges the rows it is about to replace, read just then:
+ * a type set on purpose elsewhere since the last reload is kept rather than overwritten from memory. Ingest's
+ * per-event path is the same in both cases; merging happens on reload and write only.
  */
 
 export interface PropertyDefinitionsConfig {
   /**
-   * Reload from the store this often (ms): for a process whose ingest is elsewhere, which would otherwise
-   * never see a new definition. 0 in the process that records them. @default 0
+   * Reload from the store this often (ms), merging what it holds (see above): for a process whose ingest is
+   * elsewhere, which would otherwise never see a new definition, and for one of several that record into one
+   * store. 0 in the one process that records them (the embedded store): it never reads again. @default 0
    */
   readonly reloadMs?: number;
   /** Most definitions kept (all projects); past it, new ones are not recorded. @default 100000 */
@@ -79,7 +92,7 @@ const RETRY_MS = 5_000;
 const DAY_MS = 86_400_000;
 
 /** One definition as held: mutable, changed only here. */
-class Definition {
+class Definition implements DefinitionState {
   constructor(
     readonly projectId: number,
     readonly type: PropertyParent,
@@ -145,7 +158,14 @@ interface StoredDefinition {
   first_seen_at: string;
   last_seen_at: string;
   type_changed_at: string | null;
+  version: string;
 }
+
+/** The columns of a stored definition as `StoredDefinition` reads them. */
+const STORED_COLUMNS = `toString(project_id) AS project_id, type, name, property_type, events,
+  toString(toUnixTimestamp64Milli(first_seen_at)) AS first_seen_at,
+  toString(toUnixTimestamp64Milli(last_seen_at)) AS last_seen_at,
+  toString(toUnixTimestamp64Milli(type_changed_at)) AS type_changed_at, toString(version) AS version`;
 
 interface Deferred {
   readonly projectId: number;
@@ -176,6 +196,8 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
   #deferredSkipped = 0;
   #fullWarned = false;
   #closed = false;
+  /** True once this process recorded or set a type: it then writes back merged rows that differ. */
+  #records = false;
 
   constructor(config: PropertyDefinitionsConfig, deps: PropertyDefinitionsDeps) {
     this.#store = deps.store;
@@ -190,7 +212,7 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
    * stored definition is read would be typed afresh.
    */
   async start(): Promise<void> {
-    await this.#load();
+    await this.#exclusive(() => this.#load());
     if (this.#reloadMs > 0) this.#scheduleReload();
   }
 
@@ -206,6 +228,7 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
    */
   observe(events: readonly PipelineEvent[]): void {
     if (events.length === 0 || this.#closed) return;
+    this.#records = true;
     const now = Date.now();
     const day = Math.floor(now / DAY_MS);
     if (day !== this.#day) this.#newDay(day);
@@ -465,7 +488,9 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
     const state = this.#projects.get(projectId);
     const d = state?.[type].get(name);
     if (state === undefined || d === undefined) return undefined;
-    d.typeChangedAt = Date.now();
+    this.#records = true;
+    // Strictly later than the change before, even if the clock stepped back: the later change wins a merge.
+    d.typeChangedAt = Math.max(Date.now(), (d.typeChangedAt ?? 0) + 1);
     if (d.propertyType !== propertyType) {
       d.propertyType = propertyType;
       this.#changed(state);
@@ -487,7 +512,20 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
 
   /** Writes every definition changed so far; resolves once stored. A failed write is tried again later. */
   flush(): Promise<void> {
-    const next = this.#flushing.then(() => this.#write());
+    return this.#exclusive(() => this.#write());
+  }
+
+  /** Reads the store's definitions again now, merging them (after a change asked of another process). */
+  reload(): Promise<void> {
+    return this.#exclusive(() => this.#load());
+  }
+
+  /**
+   * Runs reads and writes of the store one at a time: a reload that ran while a write was under way would
+   * find the rows before it and queue the definitions written again.
+   */
+  #exclusive(work: () => Promise<void>): Promise<void> {
+    const next = this.#flushing.then(work);
     this.#flushing = next.catch(() => undefined);
     return next;
   }
@@ -496,13 +534,15 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
     clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
     if (this.#pending.size === 0) return;
-    const batch = [...this.#pending];
+    let batch = [...this.#pending];
     this.#pending.clear();
     try {
-      await this.#store.insert(
-        'property_definitions',
-        batch.map((d) => this.#row(d)),
-      );
+      if (this.#reloadMs > 0) batch = await this.#mergeBeforeWrite(batch);
+      if (batch.length > 0)
+        await this.#store.insert(
+          'property_definitions',
+          batch.map((d) => this.#row(d)),
+        );
     } catch (err) {
       for (const d of batch) this.#pending.add(d);
       if (!this.#closed) {
@@ -512,6 +552,40 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
       }
       throw err;
     }
+  }
+
+  /**
+   * With other writers: merges the rows the batch is about to replace, read now, into memory, and leaves out
+   * the definitions whose rows already hold what memory does. Without it a type set through the API on a
+   * query node since this process last reloaded would be overwritten by this process's older view.
+   */
+  async #mergeBeforeWrite(batch: Definition[]): Promise<Definition[]> {
+    const rows = await this.#store.query<StoredDefinition>(
+      `SELECT ${STORED_COLUMNS} FROM property_definitions FINAL
+       WHERE project_id IN {projects:Array(UInt64)} AND name IN {names:Array(String)}`,
+      {
+        projects: [...new Set(batch.map((d) => d.projectId))],
+        names: [...new Set(batch.map((d) => d.name))],
+      },
+    );
+    const stored = new Map<Definition, StoredDefinition>();
+    for (const r of rows) {
+      const d = this.#projects.get(Number(r.project_id))?.[parentOf(r.type)].get(r.name);
+      if (d !== undefined) stored.set(d, r);
+    }
+    const changed = new Set<ProjectState>();
+    const out: Definition[] = [];
+    for (const d of batch) {
+      const r = stored.get(d);
+      if (r !== undefined) {
+        this.#rowVersion = Math.max(this.#rowVersion, Number(r.version));
+        if (this.#mergeInto(d, stateOf(r))) changed.add(this.#state(d.projectId));
+        if (sameDefinition(d, stateOf(r))) continue;
+      }
+      out.push(d);
+    }
+    for (const state of changed) this.#changed(state);
+    return out;
   }
 
   #row(d: Definition): Row {
@@ -529,14 +603,14 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
     };
   }
 
+  /**
+   * Merges the store's definitions into memory (into nothing at start, which is a plain load). A project's
+   * version changes only when one of its types did: queries compiled against it stay valid.
+   */
   async #load(): Promise<void> {
     const [rows, [max]] = await Promise.all([
       this.#store.query<StoredDefinition>(
-        `SELECT toString(project_id) AS project_id, type, name, property_type, events,
-                toString(toUnixTimestamp64Milli(first_seen_at)) AS first_seen_at,
-                toString(toUnixTimestamp64Milli(last_seen_at)) AS last_seen_at,
-                toString(toUnixTimestamp64Milli(type_changed_at)) AS type_changed_at
-         FROM property_definitions FINAL
+        `SELECT ${STORED_COLUMNS} FROM property_definitions FINAL
          ORDER BY project_id, type, name
          LIMIT {limit:UInt64}`,
         { limit: this.#maxDefinitions },
@@ -545,53 +619,55 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
         'SELECT toString(max(version)) AS version FROM property_definitions',
       ),
     ]);
+    // Above every stored version, also another process's whose clock is ahead: a merged row must replace it.
     this.#rowVersion = Math.max(this.#rowVersion, Number(max?.version ?? 0));
-    const projects = new Map<number, ProjectState>();
-    let count = 0;
+    const changed = new Set<ProjectState>();
     for (const r of rows) {
-      const projectId = Number(r.project_id);
-      let state = projects.get(projectId);
-      if (state === undefined) {
-        state = new ProjectState(projectId);
-        projects.set(projectId, state);
-      }
-      const type = r.type === 'person' ? 'person' : 'event';
-      state[type].set(
-        r.name,
-        new Definition(
-          projectId,
-          type,
+      const state = this.#state(Number(r.project_id));
+      const type = parentOf(r.type);
+      const stored = stateOf(r);
+      const d = state[type].get(r.name);
+      if (d === undefined) {
+        state[type].set(
           r.name,
-          (r.property_type || null) as PropertyType | null,
-          r.events,
-          Number(r.first_seen_at),
-          Number(r.last_seen_at),
-          r.type_changed_at === null ? null : Number(r.type_changed_at),
-        ),
-      );
-      count++;
+          new Definition(
+            state.id,
+            type,
+            r.name,
+            stored.propertyType,
+            [...stored.events],
+            stored.firstSeenAt,
+            stored.lastSeenAt,
+            stored.typeChangedAt,
+          ),
+        );
+        this.#definitions++;
+        if (stored.propertyType !== null) changed.add(state);
+        continue;
+      }
+      if (this.#mergeInto(d, stored)) changed.add(state);
+      if (this.#records && !sameDefinition(d, stored)) this.#queue(d);
     }
-    // A project keeps its version while its types are the same: compiled queries stay valid.
-    for (const [id, state] of projects) {
-      const old = this.#projects.get(id);
-      if (old !== undefined && sameTypes(old, state)) {
-        state.version = old.version;
-        state.snapshot = old.snapshot;
-      } else if (typed(state.event).size + typed(state.person).size > 0) this.#changed(state);
-    }
-    this.#projects = projects;
-    this.#definitions = count;
-    this.#seenPairs = 0;
+    for (const state of changed) this.#changed(state);
   }
 
-  /** Reads the store's definitions again now (a process whose ingest is elsewhere, after a change it asked for). */
-  reload(): Promise<void> {
-    return this.#load();
+  /** Merges a stored state into a held definition; true when its type changed. */
+  #mergeInto(d: Definition, stored: DefinitionState): boolean {
+    if (sameDefinition(d, stored)) return false; // the usual case on a reload: nothing to allocate
+    const merged = mergeDefinition(d, stored, MAX_EVENTS_PER_PROPERTY);
+    const typeChanged = merged.propertyType !== d.propertyType;
+    d.propertyType = merged.propertyType;
+    d.typeChangedAt = merged.typeChangedAt;
+    if (merged.events !== d.events) d.events = [...merged.events];
+    d.firstSeenAt = merged.firstSeenAt;
+    d.lastSeenAt = merged.lastSeenAt;
+    return typeChanged;
   }
 
   #scheduleReload(): void {
+    if (this.#closed) return; // a reload that was under way when closing starts no other
     this.#reloadTimer = setTimeout(() => {
-      this.#load().then(
+      this.reload().then(
         () => this.#scheduleReload(),
         (err: unknown) => {
           this.#logger.warn({ err }, 'could not reload property definitions; trying again shortly');
@@ -610,16 +686,6 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
   }
 }
 
-function sameTypes(a: ProjectState, b: ProjectState): boolean {
-  for (const type of ['event', 'person'] as const) {
-    const x = typed(a[type]);
-    const y = typed(b[type]);
-    if (x.size !== y.size) return false;
-    for (const [name, t] of x) if (y.get(name) !== t) return false;
-  }
-  return true;
-}
-
 function publicDefinition(d: Definition): PropertyDefinition {
   return {
     type: d.type,
@@ -634,4 +700,18 @@ function publicDefinition(d: Definition): PropertyDefinition {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function parentOf(type: string): PropertyParent {
+  return type === 'person' ? 'person' : 'event';
+}
+
+function stateOf(r: StoredDefinition): DefinitionState {
+  return {
+    propertyType: (r.property_type || null) as PropertyType | null,
+    events: r.events,
+    firstSeenAt: Number(r.first_seen_at),
+    lastSeenAt: Number(r.last_seen_at),
+    typeChangedAt: r.type_changed_at === null ? null : Number(r.type_changed_at),
+  };
 }

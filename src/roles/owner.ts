@@ -61,14 +61,26 @@ export async function openDataDir(
 }
 
 /**
+ * How often a process recording property definitions into a store others write too reads them again. Each
+ * read is the whole table (at most 100,000 rows) for every ingest process, so not every second as query nodes
+ * do; two seconds bound how long two processes disagree on a new property (its type, its events) and how soon
+ * a row one write lost is restored, while the type set through the API is kept at each write anyway.
+ */
+const SHARED_RELOAD_MS = 2000;
+
+/**
  * The property definitions of the store, read from it; recorded by this process's ingest (call before
  * `startIngest`, so that on shutdown ingest commits first and the definitions it recorded are written after).
+ * On a store other processes write (the server store), read again and merged every two seconds.
  */
 export async function openPropertyDefinitions(
   deps: { store: Store; logger: Logger },
   teardown: Teardown,
 ): Promise<PropertyDefinitionRegistry> {
-  const definitions = new PropertyDefinitionRegistry({}, deps);
+  const definitions = new PropertyDefinitionRegistry(
+    deps.store.soleWriter ? {} : { reloadMs: SHARED_RELOAD_MS },
+    deps,
+  );
   await definitions.start();
   teardown.push('store the property definitions', () => definitions.close());
   return definitions;
