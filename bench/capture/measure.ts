@@ -4,6 +4,7 @@
  */
 import type { GeneratorClient, GeneratorRun } from './generator-client.ts';
 import type { LoadResult } from '../../src/loadgen/load-generator.ts';
+import { failedRequests } from '../../src/loadgen/max-throughput.ts';
 import { CONTENDED_CORES, OtherLoadProbe, type QuietGate } from './machine-load.ts';
 import type { BenchOptions } from './options.ts';
 import { EVENTS_PER_BATCH, type Mode } from '../../src/loadgen/payloads.ts';
@@ -161,7 +162,6 @@ async function measureOnce(
   const serverCpuByRole: Record<string, number | undefined> = {};
   for (const [role, cpu] of Object.entries(after.cpuSecondsByRole))
     serverCpuByRole[role] = cores(cpu, before.cpuSecondsByRole[role]);
-  const otherStatuses = Object.values(load.otherStatus).reduce((a, b) => a + b, 0);
   return {
     target: target.kind,
     mode,
@@ -172,7 +172,7 @@ async function measureOnce(
     catchUpMs,
     caughtUp,
     catchUpAllowanceMs,
-    failed: load.unavailable + otherStatuses + load.connectionErrors + load.timedOut + load.unsent,
+    failed: failedRequests(load),
     serverCpuCores: cores(after.cpuSeconds, before.cpuSeconds),
     serverCpuByRole,
     weir,

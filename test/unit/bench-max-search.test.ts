@@ -1,9 +1,9 @@
 /**
- * The capture benchmark's search for the highest rate a server sustains, against servers whose limit is
+ * The capture benchmark's (and `weir bench capture --max`'s) search for the highest rate a server sustains, against servers whose limit is
  * known: which fractions of the probe rate it tries, and which it reports.
  */
 import t from 'tap';
-import { searchBelowProbe } from '../../bench/capture/scenario-max-throughput.ts';
+import { searchBelowProbe } from '../../src/loadgen/max-throughput.ts';
 
 interface Step {
   readonly fraction: number;
