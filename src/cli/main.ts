@@ -19,6 +19,9 @@ commands:
                             WEIR_CLICKHOUSE_URL); prints JSON lines
   catalog export            print the catalog as JSON: NATS KV with --nats-url, else --data-dir's file
   catalog import FILE|-     fill an empty catalog (NATS KV with --nats-url, else --data-dir's file) with it
+  import FILE|DIR|- --url URL --api-key KEY
+                            send historical events (JSON lines, CSV, Parquet; gzip, zstd) to capture's
+                            historical lane, resumably (weir import --help; docs/import.md)
 
 options of start, capture, ingest and query (each also read from its WEIR_* environment variable; see
 docs/configuration.md):
@@ -30,6 +33,11 @@ class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // `import` has flags of its own, which the server flags' strict parse below would refuse.
+  if (command === 'import') {
+    const { runImportCommand } = await import('./import.ts');
+    return runImportCommand(rest);
+  }
   const { values, positionals } = parseArgs({
     args: rest,
     options: {
