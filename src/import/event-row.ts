@@ -1,7 +1,18 @@
-import { MAX_EVENT_BYTES } from '../capture/limits.ts';
-import { parseTimestamp } from '../capture/timestamp.ts';
 import { isUuid } from '../core/uuid.ts';
 import { deriveUuid } from './row-uuid.ts';
+
+/** Capture's limit for one event (SPEC §2): a bigger row is refused here rather than bisected there. */
+const MAX_EVENT_BYTES = 1024 * 1024;
+
+/** An ISO date and time with no zone: capture reads it as UTC, as PostHog does. */
+const NAIVE_DATE_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/;
+
+/** Whether capture reads `text` as a time it keeps (from year 1); otherwise it would store the time of sending. */
+function readsAsTime(text: string): boolean {
+  const t = text.trim();
+  const ms = Date.parse(NAIVE_DATE_TIME.test(t) ? `${t.replace(' ', 'T')}Z` : t);
+  return Number.isFinite(ms) && ms >= -62135596800000 && ms <= 8.64e15;
+}
 
 /** An event ready for a `/batch/` body: its JSON text, and what the checkpoint and summary need of it. */
 export interface ImportEvent {
@@ -106,7 +117,7 @@ function idText(v: unknown): string | undefined {
  */
 function timestampText(v: unknown): string | null | undefined {
   if (v === undefined || v === null || v === '') return undefined;
-  if (typeof v === 'string') return parseTimestamp(v) === undefined ? null : v;
+  if (typeof v === 'string') return readsAsTime(v) ? v : null;
   let ms: number | undefined;
   if (v instanceof Date) ms = v.getTime();
   else if (typeof v === 'number') ms = v < 1e11 ? v * 1000 : v;
