@@ -19,6 +19,8 @@ commands:
                             WEIR_CLICKHOUSE_URL); prints JSON lines
   catalog export            print the catalog as JSON: NATS KV with --nats-url, else --data-dir's file
   catalog import FILE|-     fill an empty catalog (NATS KV with --nats-url, else --data-dir's file) with it
+  bench capture|compare     benchmark any PostHog-compatible capture endpoint (open loop, HDR histograms, a
+                            latency plot), or compare two results side by side: see weir bench --help
   import FILE|DIR|- --url URL --api-key KEY
                             send historical events (JSON lines, CSV, Parquet; gzip, zstd) to capture's
                             historical lane, resumably (weir import --help; docs/import.md)
@@ -33,6 +35,11 @@ class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // weir bench takes none of the server flags below: it parses its own, in a module loaded only when run.
+  if (command === 'bench') {
+    const { runBench } = await import('./bench.ts');
+    return runBench(rest);
+  }
   // `import` has flags of its own, which the server flags' strict parse below would refuse.
   if (command === 'import') {
     const { runImportCommand } = await import('./import.ts');
