@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import {
   defaultCheckpointPath,
@@ -313,7 +314,7 @@ function rowsOf(
 ): AsyncGenerator<SourceRow> {
   if (input.format === 'parquet') {
     if (input.path === '-') throw new Error('Parquet cannot be read from standard input: give the file');
-    return countParquet(readParquetRows(file, input.path, start), input, counter);
+    return countParquet(readParquetFile(file, input.path, start), input, counter);
   }
   // Only an uncompressed file seeks: elsewhere the rows before `start.row` are read and skipped.
   const seek =
@@ -321,6 +322,10 @@ function rowsOf(
   const stream: Readable = openInput(input, counter, seek ?? 0);
   if (input.format === 'csv') return readCsv(file, stream, start, map);
   return readJsonLines(file, stream, seek === undefined ? { row: start.row } : start);
+}
+
+async function* readParquetFile(file: number, path: string, start: StartAt): AsyncGenerator<SourceRow> {
+  yield* readParquetRows(file, new Uint8Array(await readFile(path)), start);
 }
 
 /** Parquet is read whole: its bytes count as read once its rows start. */

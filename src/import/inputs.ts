@@ -78,10 +78,17 @@ export function openInput(input: Input, counter: ByteCounter, offset = 0): Reada
     }),
   );
   raw.on('error', (err: Error) => counted.destroy(err));
-  if (input.compression === 'gzip') return pipeErr(counted, createGunzip());
-  if (input.compression === 'zstd') return pipeErr(counted, zstdStream());
-  if (offset > 0) return counted;
-  return sniff(counted);
+  return offset > 0 ? counted : decode(counted, input.compression);
+}
+
+/**
+ * The decompressed bytes of `source`: by the compression named, else (`none`) by the first bytes, which
+ * recognise gzip and zstd in a file not named so, or on standard input.
+ */
+export function decode(source: Readable, compression: Compression): Readable {
+  if (compression === 'gzip') return pipeErr(source, createGunzip());
+  if (compression === 'zstd') return pipeErr(source, zstdStream());
+  return sniff(source);
 }
 
 function pipeErr(from: Readable, to: Transform): Readable {

@@ -92,34 +92,44 @@ export async function* readCsv(
   start: StartAt,
   map: ReadonlyMap<string, ColumnTarget>,
 ): AsyncGenerator<SourceRow> {
+  // Quotes inside an unquoted cell are taken as text (relax_quotes): a hand-written CSV has them, and a
+  // record is then not lost. A record the parser still cannot read comes back through 'skip', with its line.
   const parser = parse({
     bom: true,
     relax_column_count: true,
+    relax_quotes: true,
     skip_empty_lines: true,
     skip_records_with_error: true,
+    info: true,
   });
-  const skipped: { message: string; raw: string }[] = [];
-  parser.on('skip', (err: Error & { record?: unknown; raw?: string }) => {
-    skipped.push({ message: err.message, raw: String(err.raw ?? '').slice(0, 1000) });
+  const skipped: { line: number; message: string; raw: string }[] = [];
+  parser.on('skip', (err: Error & { lines?: number; raw?: string }) => {
+    skipped.push({ line: err.lines ?? 0, message: err.message, raw: String(err.raw ?? '').slice(0, 1000) });
   });
-  stream.on('error', (err) => parser.destroy(err));
+  stream.on('error', (err: Error) => parser.destroy(err));
   stream.pipe(parser);
   let targets: ColumnTarget[] | undefined;
   let row = 0;
-  for await (const cells of parser as AsyncIterable<string[]>) {
-    for (const s of skipped.splice(0)) {
+  // The parser reports a skipped record when it reads it, ahead of the records still to be consumed: each is
+  // given in its place by its line number.
+  function* skippedBefore(line: number): Generator<SourceRow> {
+    while (skipped.length > 0 && skipped[0]!.line < line) {
+      const s = skipped.shift()!;
       const pos = { file, row: row++ };
       if (pos.row >= start.row) yield { kind: 'unreadable', pos, reason: s.message, raw: s.raw };
     }
+  }
+  for await (const { record, info } of parser as AsyncIterable<{
+    record: string[];
+    info: { lines: number };
+  }>) {
     if (targets === undefined) {
-      targets = columnTargets(cells, map);
+      targets = columnTargets(record, map);
       continue;
     }
+    yield* skippedBefore(info.lines);
     const pos = { file, row: row++ };
-    if (pos.row >= start.row) yield { kind: 'value', pos, value: recordToObject(cells, targets) };
+    if (pos.row >= start.row) yield { kind: 'value', pos, value: recordToObject(record, targets) };
   }
-  for (const s of skipped.splice(0)) {
-    const pos = { file, row: row++ };
-    if (pos.row >= start.row) yield { kind: 'unreadable', pos, reason: s.message, raw: s.raw };
-  }
+  yield* skippedBefore(Infinity);
 }

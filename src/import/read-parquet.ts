@@ -1,20 +1,18 @@
-import { readFile } from 'node:fs/promises';
 import { DataType, tableFromIPC, type Field } from 'apache-arrow';
 import { ParquetFile, readParquet } from 'parquet-wasm';
 import type { SourceRow, StartAt } from './source-row.ts';
 
 /**
  * The rows of a Parquet file (PostHog's batch exports write `uuid`, `event`, `distinct_id`, `timestamp`,
- * `properties` as JSON text, …; any file with those column names reads alike). The file is read into memory
- * and decoded one row group at a time, so memory holds the file and one group's Arrow table, not the file
+ * `properties` as JSON text, …; any file with those column names reads alike), from the file's bytes, held
+ * in memory and decoded one row group at a time, so memory holds the file and one group's Arrow table, not the file
  * decoded; a resume skips whole groups before the row it starts at without decoding them.
  */
 export async function* readParquetRows(
   file: number,
-  path: string,
+  bytes: Uint8Array,
   start: StartAt,
 ): AsyncGenerator<SourceRow> {
-  const bytes = new Uint8Array(await readFile(path));
   const meta = await ParquetFile.fromFile(new Blob([bytes]));
   const groups: number[] = [];
   try {
