@@ -1,0 +1,93 @@
+/**
+ * The flags of `weir bench capture` and `compare`: what a user gets by default, and the message naming the
+ * flag when one is wrong (the CLI prints it with the usage and exits 2, test/e2e/weir-bench.test.ts).
+ */
+import t from 'tap';
+import { BenchUsageError, parseCaptureOptions, parseCompareOptions } from '../../src/cli/bench-options.ts';
+
+const base = ['--url', 'http://127.0.0.1:8000', '--api-key', 'phc_x'];
+
+t.test(
+  'defaults: 100 req/s of single events for 10 s on 256 connections, files in the current directory',
+  (t) => {
+    const options = parseCaptureOptions(base);
+    if (options === 'help') throw new Error('not help');
+    t.match(options.spec, {
+      mode: 'single',
+      rate: 100,
+      durationMs: 10_000,
+      connections: 256,
+      batchSize: 100,
+      maxP99Ms: 100,
+      label: '127.0.0.1:8000 single',
+    });
+    t.equal(options.outDir, '.');
+    t.end();
+  },
+);
+
+t.test('--max searches instead of a fixed rate, in 3-second steps unless told', (t) => {
+  const options = parseCaptureOptions([
+    ...base,
+    '--max',
+    '--max-p99',
+    '50',
+    '--mode',
+    'batch',
+    '--batch-size',
+    '20',
+  ]);
+  if (options === 'help') throw new Error('not help');
+  t.match(options.spec, { rate: null, durationMs: 3000, maxP99Ms: 50, mode: 'batch', batchSize: 20 });
+  t.end();
+});
+
+t.test('each bad flag is refused with a message naming it', (t) => {
+  const cases: [string[], RegExp][] = [
+    [['--rate', 'fast'], /^--rate must be a number in \(0, 1000000\], got 'fast'$/],
+    [['--rate', '0'], /^--rate must be a number/],
+    [['--rate=-5'], /^--rate must be a number/],
+    [['--rate', '5', '--max'], /^--rate and --max exclude each other/],
+    [['--duration', '1e9'], /^--duration must be a number in \(0, 3600\]/],
+    [['--connections', '2.5'], /^--connections must be a whole number/],
+    [['--mode', 'bulk'], /^--mode must be single or batch, got 'bulk'$/],
+    [['--batch-size', '10'], /^--batch-size applies to --mode batch only$/],
+    [['--mode', 'batch', '--batch-size', '0'], /^--batch-size must be a whole number/],
+    [['--max-p99', 'x', '--max'], /^--max-p99 must be a number/],
+    [['--bogus'], /Unknown option '--bogus'/],
+    [['--url'], /Option '--url <value>' argument missing/],
+    [['extra'], /^capture takes no arguments, got 'extra'$/],
+  ];
+  for (const [args, message] of cases)
+    t.throws(() => parseCaptureOptions([...base, ...args]), { name: 'Error', message }, args.join(' '));
+  t.throws(() => parseCaptureOptions(['--api-key', 'k']), /^--url is required/);
+  t.throws(
+    () => parseCaptureOptions(['--url', 'ftp://x', '--api-key', 'k']),
+    /^--url must be an http or https URL/,
+  );
+  t.throws(() => parseCaptureOptions(['--url', 'not a url', '--api-key', 'k']), /^--url must be an http/);
+  t.throws(() => parseCaptureOptions(['--url', 'http://x']), /^--api-key is required/);
+  t.throws(
+    () => parseCompareOptions(['a.json']),
+    /^compare takes two result files \(A\.json B\.json\), got 1$/,
+  );
+  // A usage error of its own class, whatever parseArgs threw: the CLI tells it from a fault by that.
+  let caught: unknown;
+  try {
+    parseCaptureOptions(['--bogus']);
+  } catch (err) {
+    caught = err;
+  }
+  t.ok(caught instanceof BenchUsageError);
+  t.end();
+});
+
+t.test('compare takes two files and an optional plot', (t) => {
+  t.same(parseCompareOptions(['a.json', 'b.json', '--plot', 'p.svg']), {
+    a: 'a.json',
+    b: 'b.json',
+    plot: 'p.svg',
+  });
+  t.equal(parseCaptureOptions(['--help']), 'help');
+  t.end();
+});
