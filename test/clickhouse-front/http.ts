@@ -418,7 +418,8 @@ export function createFront(options: FrontOptions): Server {
     }
   };
 
-  const server = createServer((req, res) => {
+  // A server reads request lines of up to 1 MiB (`http_max_uri_size`); Node's own limit is 16 KiB.
+  const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       req.resume();
       sendError(res, err, undefined);

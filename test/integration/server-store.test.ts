@@ -199,6 +199,13 @@ t.test('queries take typed parameters, whole numbers beyond 2^53 included', asyn
   t.same(got, [{ n: '42', s: "it's \\ a\ttab", a: [1, 2], big: '100000000000000000000' }]);
 });
 
+t.test('a query binding 50,000 ids (~2 MB of parameters, past any URL limit) is answered', async (t) => {
+  // Ingest's lookups bind a batch's ids; they travel in the request body once they are large.
+  const ids = Array.from({ length: 50_000 }, (_, i) => `distinct-id-${i}-${'x'.repeat(20)}`);
+  const [row] = await store.query<{ n: string }>('SELECT length({ids:Array(String)}) AS n', { ids });
+  t.equal(Number(row!.n), ids.length);
+});
+
 t.test('queryTable answers names, types and rows', async (t) => {
   const table = await store.queryTable('SELECT {x:UInt8} AS x, toString({x:UInt8}) AS s, [1, 2] AS list', {
     x: 7,

@@ -120,6 +120,9 @@ export class ServerStore implements Store, TableReader, ParquetExporter {
         ...(database === undefined ? {} : { database }),
         request_timeout: config.requestTimeoutMs,
         application: 'weir',
+        // Ingest's lookups bind thousands of ids: past 4 KiB of parameters they go in the body, where no
+        // URL length limit applies (a server takes 1 MiB of URL; a proxy in front of it may take far less).
+        use_multipart_params_auto: true,
       });
     const store = new ServerStore(connect(config.database), config, deps);
     try {
