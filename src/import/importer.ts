@@ -255,7 +255,7 @@ export async function runImport(options: ImportOptions, deps: ImportDeps): Promi
         if (r.kind === 'unreadable') {
           refuse(r.pos, 'unreadable', r.reason, r.raw);
         } else {
-          const res = toImportEvent(r.value, r.pos.row);
+          const res = toImportEvent(r.value, r.pos.row, r.text);
           if (!res.ok) refuse(r.pos, res.reason, res.detail, r.value);
           else if (options.dryRun) valid++;
           else {

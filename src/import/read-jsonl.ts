@@ -30,7 +30,7 @@ export async function* readJsonLines(
     row++;
     if (pos.row < start.row) return undefined;
     try {
-      return { kind: 'value', pos, value: JSON.parse(text) };
+      return { kind: 'value', pos, value: JSON.parse(text), text };
     } catch (err) {
       return { kind: 'unreadable', pos, reason: (err as Error).message, raw: text.slice(0, 1000) };
     }

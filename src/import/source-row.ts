@@ -15,7 +15,13 @@ export interface Position {
 
 /** One row as a reader gives it: a decoded object, or why it could not be decoded. */
 export type SourceRow =
-  | { readonly kind: 'value'; readonly pos: Position; readonly value: unknown }
+  | {
+      readonly kind: 'value';
+      readonly pos: Position;
+      readonly value: unknown;
+      /** The JSON text the value was parsed from (JSON lines): sent as it is when nothing of it changes. */
+      readonly text?: string;
+    }
   | { readonly kind: 'unreadable'; readonly pos: Position; readonly reason: string; readonly raw: string };
 
 /** Where a reader starts: the first row to give and, for a seekable file, the byte offset of that row. */

@@ -52,6 +52,26 @@ t.test(
   },
 );
 
+t.test('a row that is already a batch item is sent as read; any other is written anew', (t) => {
+  const plain = {
+    uuid: '0190a000-0000-7000-8000-000000000009',
+    event: 'e',
+    distinct_id: 'u',
+    timestamp: '2023-01-01T00:00:00Z',
+    properties: { a: 1 },
+  };
+  const text = `${JSON.stringify(plain)}  `;
+  const asRead = toImportEvent(plain, 0, text);
+  t.ok(asRead.ok && asRead.event.json === text);
+  const withKey = { ...plain, properties: { a: 1, token: 'phc_x' } };
+  const rewritten = toImportEvent(withKey, 0, JSON.stringify(withKey));
+  t.ok(rewritten.ok && !rewritten.event.json.includes('phc_x'));
+  const exportOnly = { ...plain, team_id: 1 };
+  const dropped = toImportEvent(exportOnly, 0, JSON.stringify(exportOnly));
+  t.ok(dropped.ok && !dropped.event.json.includes('team_id'));
+  t.end();
+});
+
 t.test('rows refused, each with its reason', (t) => {
   const reasons = [
     toImportEvent([1], 0),
