@@ -15,7 +15,7 @@ options:
   --format F             jsonl | csv | parquet (default: from the file name; jsonl for -)
   --map COL=FIELD        CSV column to field: event, distinct_id, timestamp, uuid, properties (JSON),
                          properties.NAME, $set, $set_once or skip (repeatable)
-  --batch-size N         events per request (default 1000)
+  --batch-size N         events per request (default 5000)
   --concurrency N        order-keeping streams, rows split by distinct id (default 1: file order)
   --rate N               events per second at most (default: as fast as capture answers)
   --checkpoint FILE      where progress is kept (default: INPUT.weir-import.json; none for -)
@@ -104,7 +104,7 @@ export function parseImportArgs(args: readonly string[]): ImportOptions | 'help'
     apiKey: v['api-key'] ?? '',
     format: v.format as Format | undefined,
     map,
-    batchSize: positiveInt('batch-size', v['batch-size'], 1000)!,
+    batchSize: positiveInt('batch-size', v['batch-size'], 5000)!,
     concurrency: positiveInt('concurrency', v.concurrency, 1)!,
     rate,
     checkpoint: v['no-checkpoint'] ? null : v.checkpoint,
