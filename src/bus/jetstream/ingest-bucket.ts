@@ -5,14 +5,8 @@
  * before 2.9.21 does not hold the per-key condition against concurrent writes in a cluster
  * (nats-io/nats-server#4320), as the KV catalog found (kv-catalog.ts).
  */
-import {
-  JetStreamApiCodes,
-  JetStreamApiError,
-  jetstream,
-  jetstreamManager,
-  type JetStreamClient,
-  type JetStreamManager,
-} from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { isWrongLastSequence } from './kv-conditions.ts';
 import { Kvm, type KV } from '@nats-io/kv';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { ConfigError } from '../../config/config.ts';
@@ -114,12 +108,4 @@ export class IngestBucket {
     }
     throw new Error(`could not record the partition count in '${INGEST_BUCKET}': the bucket kept changing`);
   }
-}
-
-function isWrongLastSequence(err: unknown): boolean {
-  return (
-    err instanceof JetStreamApiError &&
-    (err.code === JetStreamApiCodes.StreamWrongLastSequence ||
-      err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
-  );
 }

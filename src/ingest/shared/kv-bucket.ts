@@ -1,11 +1,5 @@
-import {
-  JetStreamApiCodes,
-  JetStreamApiError,
-  jetstream,
-  jetstreamManager,
-  type JetStreamClient,
-  type JetStreamManager,
-} from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { isWrongLastSequence } from '../../bus/jetstream/kv-conditions.ts';
 import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 
@@ -43,14 +37,6 @@ const FENCE = 'fence';
 const REWATCH_MS = 250;
 /** Rounds of the bucket-wide condition before a write gives up (each lost round means another write landed). */
 const MAX_ROUNDS = 200;
-
-function isWrongLastSequence(err: unknown): boolean {
-  return (
-    err instanceof JetStreamApiError &&
-    (err.code === JetStreamApiCodes.StreamWrongLastSequence ||
-      err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
-  );
-}
 
 /** Whether the per-record condition of a KV write holds on this server with these replicas. */
 export function perRecordConditionHolds(version: string | undefined, replicas: number): boolean {
