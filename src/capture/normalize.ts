@@ -2,6 +2,7 @@ import type { CapturedEvent, IngestionWarning } from '../core/event.ts';
 import { eventUuid } from '../core/uuid.ts';
 import { AppError } from '../errors/app-error.ts';
 import { MAX_DISTINCT_ID_CHARS, MAX_EVENT_BYTES, MAX_FUTURE_MS, MAX_GROUP_FIELD_CHARS } from './limits.ts';
+import { jsonFitsIn } from './json-size.ts';
 import { isObject, type JsonObject } from './payload.ts';
 import { inRange, parseTimestamp } from './timestamp.ts';
 
@@ -62,7 +63,7 @@ export function normalizeEvent(item: JsonObject, index: number, ctx: RequestCont
     }
   }
 
-  if (ctx.checkEventSize && Buffer.byteLength(JSON.stringify(item)) > MAX_EVENT_BYTES) {
+  if (ctx.checkEventSize && !jsonFitsIn(item, MAX_EVENT_BYTES)) {
     throw new AppError('payload_too_large', {
       detail: `Event ${index} is larger than 1 MiB.`,
       attr: `batch[${index}]`,
