@@ -31,6 +31,17 @@ t.test('chTime matches the ISO form for any millisecond, across days and years',
     const iso = new Date(ms).toISOString();
     t.equal(chTime(ms), `${iso.slice(0, 10)} ${iso.slice(11, 23)}`, `again ${ms}`);
   }
+  // Texts are kept per minute: runs within a minute, across minute, hour and day ends, and jumps back.
+  const iso = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').slice(0, 23);
+  let wrong = 0;
+  for (const base of [Date.UTC(2024, 0, 1) - 90_000, -120_500, Date.UTC(2023, 11, 31, 23, 58)]) {
+    for (let ms = base; ms < base + 200_000; ms += 997) if (chTime(ms) !== iso(ms)) wrong++;
+    for (let i = 0; i < 2000; i++) {
+      const ms = base + Math.floor(Math.random() * 4e9) - 2e9;
+      if (chTime(ms) !== iso(ms)) wrong++;
+    }
+  }
+  t.equal(wrong, 0, 'every text equals the ISO form');
   t.end();
 });
 
