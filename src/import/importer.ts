@@ -252,25 +252,28 @@ export async function runImport(options: ImportOptions, deps: ImportDeps): Promi
     for (let f = 0; f < inputs.length && !stopper.signal.aborted; f++) {
       const start = startOf(cp, f);
       if (start === 'done') continue;
-      for await (const r of rowsOf(inputs[f]!, f, start, options.map, counts)) {
-        counts.read++;
-        lastRead = r.pos;
-        if (r.kind === 'unreadable') {
-          refuse(r.pos, 'unreadable', r.reason, r.raw);
-        } else {
-          const res = toImportEvent(r.value, r.pos.row, r.text);
-          if (!res.ok) refuse(r.pos, res.reason, res.detail, r.value);
-          else if (options.dryRun) valid++;
-          else {
-            const s =
-              streams[options.concurrency === 1 ? 0 : hash(res.event.distinctId) % options.concurrency]!;
-            s.buffer.push({ ...res.event, pos: r.pos });
-            s.bufferBytes += res.event.json.length + 1;
-            if (s.buffer.length >= options.batchSize || s.bufferBytes >= MAX_BODY_BYTES) flush(s);
-            while (queued >= 2 * options.concurrency && !stopper.signal.aborted) {
-              await new Promise<void>((resolve) => (space = resolve));
+      for await (const run of rowsOf(inputs[f]!, f, start, options.map, counts)) {
+        for (const r of run) {
+          counts.read++;
+          lastRead = r.pos;
+          if (r.kind === 'unreadable') {
+            refuse(r.pos, 'unreadable', r.reason, r.raw);
+          } else {
+            const res = toImportEvent(r.value, r.pos.row, r.text);
+            if (!res.ok) refuse(r.pos, res.reason, res.detail, r.value);
+            else if (options.dryRun) valid++;
+            else {
+              const s =
+                streams[options.concurrency === 1 ? 0 : hash(res.event.distinctId) % options.concurrency]!;
+              s.buffer.push({ ...res.event, pos: r.pos });
+              s.bufferBytes += res.event.json.length + 1;
+              if (s.buffer.length >= options.batchSize || s.bufferBytes >= MAX_BODY_BYTES) flush(s);
+              while (queued >= 2 * options.concurrency && !stopper.signal.aborted) {
+                await new Promise<void>((resolve) => (space = resolve));
+              }
             }
           }
+          if (stopper.signal.aborted) break;
         }
         if (stopper.signal.aborted) break;
       }
@@ -314,17 +317,22 @@ function rowsOf(
   start: StartAt,
   map: ReadonlyMap<string, ColumnTarget>,
   counter: ByteCounter,
-): AsyncGenerator<SourceRow> {
+): AsyncGenerator<readonly SourceRow[]> {
   if (input.format === 'parquet') {
     if (input.path === '-') throw new Error('Parquet cannot be read from standard input: give the file');
-    return countParquet(readParquetFile(file, input.path, start), input, counter);
+    return oneByOne(countParquet(readParquetFile(file, input.path, start), input, counter));
   }
   // Only an uncompressed file seeks: elsewhere the rows before `start.row` are read and skipped.
   const seek =
     input.compression === 'none' && input.path !== '-' && input.format === 'jsonl' ? start.offset : undefined;
   const stream: Readable = openInput(input, counter, seek ?? 0);
-  if (input.format === 'csv') return readCsv(file, stream, start, map);
+  if (input.format === 'csv') return oneByOne(readCsv(file, stream, start, map));
   return readJsonLines(file, stream, seek === undefined ? { row: start.row } : start);
+}
+
+/** Rows of a reader that gives them one at a time, as runs the importer takes. */
+async function* oneByOne(rows: AsyncIterable<SourceRow>): AsyncGenerator<readonly SourceRow[]> {
+  for await (const r of rows) yield [r];
 }
 
 async function* readParquetFile(file: number, path: string, start: StartAt): AsyncGenerator<SourceRow> {

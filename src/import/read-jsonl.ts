@@ -8,13 +8,14 @@ const NEWLINE = 0x0a;
  * the byte offset just past its line, which is where a resume seeks in an uncompressed file. A line that is
  * not JSON is given as unreadable (with its text, cut to 1000 characters, for the rejects file), never
  * dropped. `start.offset` says the stream begins at that byte (a seek) and that its first line is row
- * `start.row`; without it the rows before `start.row` are read and skipped.
+ * `start.row`; without it the rows before `start.row` are read and skipped. The rows of one chunk of the
+ * stream come together: a step of an async generator per row cost the importer more than the rows' parsing.
  */
 export async function* readJsonLines(
   file: number,
   stream: Readable,
   start: StartAt,
-): AsyncGenerator<SourceRow> {
+): AsyncGenerator<SourceRow[]> {
   let row = start.offset === undefined ? 0 : start.row;
   let offset = start.offset ?? 0;
   let rest: Buffer | undefined;
@@ -38,15 +39,17 @@ export async function* readJsonLines(
   for await (const chunk of stream as AsyncIterable<Buffer>) {
     const buf = rest === undefined ? chunk : Buffer.concat([rest, chunk]);
     let from = 0;
+    const rows: SourceRow[] = [];
     for (let nl = buf.indexOf(NEWLINE, from); nl !== -1; nl = buf.indexOf(NEWLINE, from)) {
       const r = line(buf.subarray(from, nl));
       from = nl + 1;
-      if (r !== undefined) yield r;
+      if (r !== undefined) rows.push(r);
     }
     rest = from < buf.length ? Buffer.from(buf.subarray(from)) : undefined;
+    if (rows.length > 0) yield rows;
   }
   if (rest !== undefined) {
     const r = line(rest, false);
-    if (r !== undefined) yield r;
+    if (r !== undefined) yield [r];
   }
 }

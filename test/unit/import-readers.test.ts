@@ -21,9 +21,12 @@ import { readJsonLines } from '../../src/import/read-jsonl.ts';
 import { readParquetRows } from '../../src/import/read-parquet.ts';
 import type { SourceRow } from '../../src/import/source-row.ts';
 
-async function all(rows: AsyncIterable<SourceRow>): Promise<SourceRow[]> {
+async function all(rows: AsyncIterable<SourceRow | SourceRow[]>): Promise<SourceRow[]> {
   const out: SourceRow[] = [];
-  for await (const r of rows) out.push(r);
+  for await (const r of rows) {
+    if (Array.isArray(r)) out.push(...r);
+    else out.push(r);
+  }
   return out;
 }
 
