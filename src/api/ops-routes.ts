@@ -3,6 +3,7 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import type { Metrics, MetricsJson } from '../core/metrics.ts';
 import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
+import { corsHeaders } from '../http/cors.ts';
 import { Reply } from '../http/uws.ts';
 
 export interface OpsDeps {
@@ -36,8 +37,13 @@ export function registerOpsRoutes(app: TemplatedApp, deps: OpsDeps): void {
       },
     );
   });
-  app.any('/*', (res) => {
-    new Reply(res).error(new AppError('not_found', { detail: 'No route matches this path.' }));
+  // With CORS headers: on the capture host a browser reads this answer, and without them it reports a
+  // CORS failure instead of the 404.
+  app.any('/*', (res, req) => {
+    new Reply(res).error(
+      new AppError('not_found', { detail: 'No route matches this path.' }),
+      corsHeaders(req.getHeader('origin')),
+    );
   });
 }
 

@@ -2,6 +2,7 @@ import type { HttpResponse, HttpRequest, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics, Tally } from '../core/metrics.ts';
 import { AppError } from '../errors/app-error.ts';
+import { corsHeaders, preflightHeaders } from '../http/cors.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { BodyTooLargeError, onBody } from '../http/request-body.ts';
 import { FixedAnswer, Reply, readHeaders, type Headers } from '../http/uws.ts';
@@ -80,12 +81,11 @@ export function registerCaptureRoutes(app: TemplatedApp, deps: CaptureRoutesDeps
       app.post(pattern, (res, req) => handlePost(res, req, route, path === '/batch', deps));
       app.options(pattern, (res, req) => {
         const h = readHeaders(req, PREFLIGHT_HEADERS);
-        new Reply(res).send(204, undefined, {
-          ...corsHeaders(h['origin']!),
-          'Access-Control-Allow-Headers':
-            h['access-control-request-headers'] || 'Content-Type, Content-Encoding',
-          'Access-Control-Max-Age': '86400',
-        });
+        new Reply(res).send(
+          204,
+          undefined,
+          preflightHeaders(h['origin']!, h['access-control-request-headers']!, 'POST, OPTIONS'),
+        );
       });
       app.any(pattern, (res, req) => {
         const h = readHeaders(req, ['origin']);
@@ -99,15 +99,6 @@ export function registerCaptureRoutes(app: TemplatedApp, deps: CaptureRoutesDeps
 }
 
 const EMPTY_QUERY = new URLSearchParams();
-
-function corsHeaders(origin: string): Headers {
-  return {
-    'Access-Control-Allow-Origin': origin || '*',
-    'Access-Control-Allow-Methods': 'POST, OPTIONS',
-    'Access-Control-Allow-Credentials': origin ? 'true' : 'false',
-    Vary: 'Origin',
-  };
-}
 
 function handlePost(
   res: HttpResponse,

@@ -71,6 +71,18 @@ export function readPayload(value: unknown, batchRoute: boolean, querySentAt: st
   };
 }
 
+/**
+ * The one project API key of a request that is not events (the SDKs' `/flags` and `/decide` bodies): its
+ * `api_key`, `token` or `$token`, refused as capture refuses none or two different ones.
+ */
+export function requestToken(obj: JsonObject): string {
+  const tokens = new Set<string>();
+  addTokens(tokens, obj);
+  if (tokens.size === 0) throw new AppError('missing_api_key', { attr: 'api_key' });
+  if (tokens.size > 1) throw new AppError('inconsistent_api_key', { attr: 'api_key' });
+  return tokens.values().next().value!;
+}
+
 function addTokens(tokens: Set<string>, obj: JsonObject): void {
   addToken(tokens, obj['api_key']);
   addToken(tokens, obj['token']);

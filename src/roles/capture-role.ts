@@ -2,6 +2,7 @@ import uWS from 'uWebSockets.js';
 import { JetStreamBus } from '../bus/jetstream/jetstream-bus.ts';
 import { CaptureService } from '../capture/capture-service.ts';
 import { registerCaptureRoutes } from '../capture/http-routes.ts';
+import { registerSdkRoutes } from '../capture/sdk-routes.ts';
 import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
@@ -27,7 +28,10 @@ export interface CaptureRole {
   close(): Promise<void>;
 }
 
-/** Mounts the capture routes on `app`; shared by `weir capture` and `weir start`. */
+/**
+ * Mounts the capture routes on `app`, with the SDKs' start-up calls (flags, remote config) that go to the
+ * same host; shared by `weir capture`, `weir start` and its capture threads.
+ */
 export function mountCapture(
   app: uWS.TemplatedApp,
   config: Config,
@@ -36,6 +40,7 @@ export function mountCapture(
   const inFlight = new InFlight();
   const service = new CaptureService(config, deps);
   registerCaptureRoutes(app, { service, inFlight, metrics: deps.metrics, logger: deps.logger });
+  registerSdkRoutes(app, { catalog: deps.catalog, inFlight, logger: deps.logger });
   return inFlight;
 }
 
