@@ -2,9 +2,10 @@ import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
+import { corsHeaders } from './cors.ts';
 import type { InFlight } from './in-flight.ts';
 import { BodyTooLargeError, onBody } from './request-body.ts';
-import { Reply } from './uws.ts';
+import { Reply, type Headers } from './uws.ts';
 
 /** Largest request body passed on; the routes behind the proxy keep their own, smaller limits. */
 const MAX_PROXIED_BODY = 64 * 1024 * 1024;
@@ -50,8 +51,13 @@ function proxy(res: HttpResponse, req: HttpRequest, deps: ProxyDeps, agent: Agen
   });
   const length = req.getHeader('content-length');
   const chunked = req.getHeader('transfer-encoding') !== '';
+  // The proxy's own refusals are answers of the capture host: a browser reads them only with CORS headers.
+  const cors = corsHeaders(headers['origin'] ?? '');
   if (!deps.inFlight.accepting) {
-    reply.error(new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 }));
+    reply.error(
+      new AppError('unavailable', { detail: 'Weir is shutting down.', retryAfterSeconds: 1 }),
+      cors,
+    );
     return;
   }
   deps.inFlight.begin();
@@ -62,14 +68,14 @@ function proxy(res: HttpResponse, req: HttpRequest, deps: ProxyDeps, agent: Agen
     onBody(reply, length, MAX_PROXIED_BODY, (err, data, isView) => {
       if (err) {
         if (err instanceof BodyTooLargeError)
-          reply.error(new AppError('payload_too_large', { detail: 'The body is larger than 64 MiB.' }));
-        else if (err instanceof AppError) reply.error(err);
+          reply.error(new AppError('payload_too_large', { detail: 'The body is larger than 64 MiB.' }), cors);
+        else if (err instanceof AppError) reply.error(err, cors);
         deps.inFlight.end();
         return;
       }
-      relay(reply, { ...out, data: isView ? Buffer.from(data) : data }, deps, agent);
+      relay(reply, { ...out, data: isView ? Buffer.from(data) : data }, cors, deps, agent);
     });
-  } else relay(reply, out, deps, agent);
+  } else relay(reply, out, cors, deps, agent);
 }
 
 interface Outgoing {
@@ -79,12 +85,12 @@ interface Outgoing {
   readonly data: Buffer | undefined;
 }
 
-/** Forwards the request and relays the answer. */
-function relay(reply: Reply, out: Outgoing, deps: ProxyDeps, agent: Agent): void {
+/** Forwards the request and relays the answer; `cors` goes on the proxy's own refusal. */
+function relay(reply: Reply, out: Outgoing, cors: Headers, deps: ProxyDeps, agent: Agent): void {
   forward(reply, out, deps, agent)
     .catch((err: unknown) => {
       deps.logger.error({ err, path: out.path }, 'proxying a request to the main thread failed');
-      reply.error(err);
+      reply.error(err, cors);
     })
     .finally(() => deps.inFlight.end());
 }
