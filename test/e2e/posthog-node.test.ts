@@ -1,6 +1,7 @@
 /**
  * The real posthog-node SDK pointed at Weir: what it sends (gzip batches to /batch/, sent_at, uuids,
- * historical_migration) must land as rows.
+ * historical_migration) must land as rows, and its feature-flag calls get the answer of a project with no
+ * flags.
  */
 import t from 'tap';
 import { PostHog } from 'posthog-node';
@@ -90,4 +91,32 @@ t.test('a historical migration backfill keeps its old timestamps and order', asy
     rows.map((r) => Number(r.seq)),
     Array.from({ length: n }, (_, i) => i),
   );
+});
+
+t.test('feature flag calls get a sane empty answer: no flags, nothing failed', async (t) => {
+  const errors: unknown[] = [];
+  const client = new PostHog(PROJECT_API_KEY, { host: w.url, flushAt: 1, flushInterval: 0 });
+  client.on('error', (err: unknown) => errors.push(err));
+  t.same(await client.getAllFlags('flag-user'), {}, 'getAllFlags: no flags');
+  t.same(
+    await client.getAllFlagsAndPayloads('flag-user', { groups: { company: 'acme' } }),
+    { featureFlags: {}, featureFlagPayloads: {} },
+    'getAllFlagsAndPayloads: none',
+  );
+  // undefined is the SDK's "no such flag", what a PostHog project without the flag answers.
+  t.equal(await client.isFeatureEnabled('new-checkout', 'flag-user'), undefined, 'isFeatureEnabled: no flag');
+  t.equal(await client.getFeatureFlag('new-checkout', 'flag-user'), undefined, 'getFeatureFlag: no flag');
+  t.equal(await client.getFeatureFlagPayload('new-checkout', 'flag-user'), undefined, 'no payload');
+  await client.shutdown();
+  t.same(errors, [], 'the SDK reported no error');
+});
+
+t.test('feature flag calls with a key that names no project fail as PostHog fails them', async (t) => {
+  const errors: unknown[] = [];
+  const client = new PostHog('phc_nobody_has_this_key', { host: w.url, flushAt: 1, flushInterval: 0 });
+  client.on('error', (err: unknown) => errors.push(err));
+  t.same(await client.getAllFlags('flag-user'), {}, 'getAllFlags: no flags');
+  t.equal(await client.isFeatureEnabled('new-checkout', 'flag-user'), undefined, 'isFeatureEnabled: unknown');
+  await client.shutdown();
+  t.match(String(errors[0]), /401/, 'the SDK reports the 401');
 });
