@@ -5,9 +5,16 @@ import type { Bus, ProjectKeys } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
 import { decodeBody, type EncodedBody } from './decode.ts';
 import { MAX_EVENT_BYTES } from './limits.ts';
-import { normalizeEvent } from './normalize.ts';
+import { normalizeEvent, type DropReason } from './normalize.ts';
 import { readPayload } from './payload.ts';
 import { SpikeDetector } from './spike-detector.ts';
+
+/**
+ * Dropped events of one request written as a warning each; past these, one warning per reason counts the
+ * rest. A warning is a row to build and store: a request of many nameless items would cost far more in
+ * warnings than its bytes (every drop is still counted in `weir_capture_events_dropped_total`).
+ */
+export const MAX_DROP_WARNINGS = 100;
 
 export interface CaptureRequest extends EncodedBody {
   /** True on `/batch/`, where the body must be a batch object. */
@@ -111,21 +118,29 @@ export class CaptureService {
     const warnings: IngestionWarning[] = [];
     // Only a request of several events can hold one uuid twice.
     const seen = payload.items.length > 1 ? new Set<string>() : undefined;
+    const drops = { listed: 0, more: new Map<DropReason, { first: number; count: number }>() };
     for (let i = 0; i < payload.items.length; i++) {
       const item = payload.items[i]!;
       const result = normalizeEvent(item, i, ctx);
       if (result.kind === 'drop') {
         this.#deps.metrics.captureDropped.inc({ reason: result.reason });
-        warnings.push({
-          projectId: project.id,
-          type: `event_dropped_${result.reason}`,
-          source: 'capture',
-          details: {
-            event: typeof item['event'] === 'string' ? item['event'].slice(0, 200) : null,
-            index: i,
-          },
-          timestamp: now,
-        });
+        if (drops.listed < MAX_DROP_WARNINGS) {
+          drops.listed++;
+          warnings.push({
+            projectId: project.id,
+            type: `event_dropped_${result.reason}`,
+            source: 'capture',
+            details: {
+              event: typeof item['event'] === 'string' ? item['event'].slice(0, 200) : null,
+              index: i,
+            },
+            timestamp: now,
+          });
+        } else {
+          const more = drops.more.get(result.reason);
+          if (more) more.count++;
+          else drops.more.set(result.reason, { first: i, count: 1 });
+        }
         continue;
       }
       if (result.warning)
@@ -136,6 +151,16 @@ export class CaptureService {
         seen.add(result.event.uuid);
       }
       events.push(result.event);
+    }
+
+    for (const [reason, { first, count }] of drops.more) {
+      warnings.push({
+        projectId: project.id,
+        type: `event_dropped_${reason}`,
+        source: 'capture',
+        details: { more: count, from_index: first },
+        timestamp: now,
+      });
     }
 
     const batches = this.#route(events, warnings, payload.historical, now);

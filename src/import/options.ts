@@ -28,6 +28,19 @@ options:
 
 export class ImportUsageError extends Error {}
 
+/** Capture takes at most this many events a request (docs/capture.md, "Items"). */
+const MAX_BATCH_SIZE = 100_000;
+
+function batchSize(v: string | undefined): number {
+  const n = positiveInt('batch-size', v, 5000)!;
+  if (n > MAX_BATCH_SIZE) {
+    throw new ImportUsageError(
+      `--batch-size takes at most ${MAX_BATCH_SIZE} (capture's limit a request), got '${v}'`,
+    );
+  }
+  return n;
+}
+
 function positiveInt(name: string, v: string | undefined, dflt: number | undefined): number | undefined {
   if (v === undefined) return dflt;
   const n = Number(v);
@@ -104,7 +117,7 @@ export function parseImportArgs(args: readonly string[]): ImportOptions | 'help'
     apiKey: v['api-key'] ?? '',
     format: v.format as Format | undefined,
     map,
-    batchSize: positiveInt('batch-size', v['batch-size'], 5000)!,
+    batchSize: batchSize(v['batch-size']),
     concurrency: positiveInt('concurrency', v.concurrency, 1)!,
     rate,
     checkpoint: v['no-checkpoint'] ? null : v.checkpoint,

@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import t from 'tap';
 import LZString from 'lz-string';
-import { decodeBody, jsonDepth, MAX_JSON_DEPTH, type EncodedBody } from '../../src/capture/decode.ts';
+import {
+  decodeBody,
+  jsonDepth,
+  jsonShape,
+  MAX_JSON_DEPTH,
+  type EncodedBody,
+} from '../../src/capture/decode.ts';
+import { MAX_BATCH_ITEMS } from '../../src/capture/limits.ts';
 import { AppError } from '../../src/errors/app-error.ts';
 
 const EVENT = { api_key: 'k', event: 'e', distinct_id: 'd', properties: { text: 'Grüße 😀 +/=' } };
@@ -194,6 +201,44 @@ t.test('decoding is synchronous but for a gzip body over 64 KiB, inflated on the
   const decoding = decodeBody(body(gz, { contentEncoding: 'gzip' }));
   t.ok(decoding instanceof Promise, 'large gzip');
   t.same((await decoding).value, big);
+});
+
+t.test('jsonShape counts the items of the batch, not the members of anything else', (t) => {
+  const items = (text: string): number => jsonShape(text).items;
+  t.equal(items('[{},{},{}]'), 3, 'a top-level array');
+  t.equal(items(' [ ] '), 0);
+  t.equal(items('[ {"a":[1,2,3],"b":{"c":[4,5]}} , {} ]'), 2, 'arrays inside items do not count');
+  t.equal(items('{"api_key":"k","batch":[{},{"x":"a,b,c"},{}]}'), 3, "a batch object's batch");
+  t.equal(items('{"batch":[]}'), 0);
+  t.equal(items('{"x":"batch","tags":[1,2,3,4],"batch":[{}]}'), 1, 'only the array keyed batch');
+  t.equal(items('{"x":[1,2],"y":{"batch":[1,2,3]}}'), 0, 'a batch key deeper down is not the batch');
+  t.equal(items('{"event":"e","properties":{"list":[1,2,3]}}'), 0, 'a single event');
+  t.equal(items('["a\\\\",",",1]'), 3, 'commas in strings do not count');
+  t.equal(jsonShape('[[[]]]').depth, 3);
+  t.end();
+});
+
+t.test('a batch of more than MAX_BATCH_ITEMS items is refused before it is parsed', (t) => {
+  const items = (n: number): string => Array.from({ length: n }, () => '{}').join(',');
+  const shapes = {
+    array: (i: string): string => `[${i}]`,
+    batch: (i: string): string => `{"api_key":"k","batch":[${i}]}`,
+  };
+  for (const [name, shape] of Object.entries(shapes)) {
+    t.throws(
+      () => decodeBody(body(shape(items(MAX_BATCH_ITEMS + 1)))),
+      { code: 'payload_too_large', attr: 'batch' },
+      name,
+    );
+    const ok = decodeBody(body(shape(items(MAX_BATCH_ITEMS)))) as { value: unknown };
+    const value = ok.value as unknown[] | { batch: unknown[] };
+    t.equal(
+      Array.isArray(value) ? value.length : value.batch.length,
+      MAX_BATCH_ITEMS,
+      `${name}: at the limit`,
+    );
+  }
+  t.end();
 });
 
 t.test('jsonDepth', (t) => {
