@@ -3,7 +3,7 @@ import { setFlagsFromString } from 'node:v8';
 /**
  * V8 sets the next full GC a little above the heap that survived the last one when marking is fast next to
  * the allocation rate: with the steady trickle of request objects a server promotes, that was a mark-compact
- * (a 4-20 ms pause) every ~1.2 s at 5,000 capture requests/s. Letting the old generation grow to three times
+ * pause every second or so under steady capture. Letting the old generation grow to three times
  * what survives (V8's own ceiling is four) makes them several times rarer, for a heap about twice the size.
  * Applies at once (V8 reads the flag whenever it sets the next limit). A --heap-growing-percent given to
  * node itself wins.

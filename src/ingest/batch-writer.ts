@@ -26,12 +26,11 @@ export interface BatchWriterConfig {
 }
 
 /**
- * Why rounds are spaced under load: a commit costs the thread that asks for it ~40 µs whatever it holds
- * (framing, the hand-over to the commit thread, settling the round), and the embedded log's commits take
- * ~0.2-0.6 ms: back to back, at 30,000 single-event requests/s, they ran 1,640 a second of 18 rows each.
- * Spaced (a timer of 1 ms fires after 1-2), 610 a second of 50 rows, and the main thread used ~10% less CPU.
- * Light load (rounds of a few rows) is not spaced, so a lone request waits for no timer.
- * Measured in bench/results/single-event-latency.md (session 14).
+ * Why rounds are spaced under load: a commit costs the thread that asks for it a fixed amount whatever it
+ * holds (framing, the hand-over to the commit thread, settling the round), so back-to-back rounds of a few
+ * rows each spent the main thread's CPU on commits; spaced by a timer, rounds are fewer and fuller
+ * (bench/results/single-event-latency.md). Light load (rounds of a few rows) is not spaced, so a lone request
+ * waits for no timer.
  */
 const ROUND_SPACING_MS = 1;
 const SPACED_FROM_ROWS = 8;

@@ -1,15 +1,14 @@
 /**
  * A map from (project id, UUID) pairs to a 32-bit value, with a fixed capacity, kept in typed arrays: open
  * addressing with linear probing. It exists for the duplicate window, which remembers a million or more
- * uuids: as strings in a `Set` they cost ~80 bytes each on the JavaScript heap, every major GC marks them
- * all, and each time the `Set` doubled it rehashed every entry in one synchronous stretch (a 60–150 ms stall
- * of capture at 25k events/s, seen in a CPU profile). Here a pair costs 40–60 bytes off the heap, `insert`
- * never reallocates, and `clear` is one `fill` per array.
+ * uuids: as strings in a `Set` they lived on the JavaScript heap, every major GC marked them all, and each
+ * time the `Set` doubled it rehashed every entry in one synchronous stretch, a stall of capture. Here a pair
+ * is a few words off the heap, `insert` never reallocates, and `clear` is one `fill` per array.
  *
  * Each slot has a tag (a 32-bit hash of its key, never 0; 0 marks an empty slot) in an array of its own, so a
  * probe reads 4 bytes a slot and compares the key's five words only where the tag matches. Lookups of uuids
  * that are not there — every new event, in each of the window's two generations — so touch one cache line
- * of a 6 MB array instead of 20 bytes a slot of a 30 MB one.
+ * of the small tag array instead of the keys' array, five times its size.
  *
  * Nothing is ever deleted, so probing needs no tombstones; the owner clears the set when `full`.
  */

@@ -28,9 +28,9 @@ export class SourceError extends Error {
  * Streams `chunks` to `bucket/key`: one PUT when the source ends within the first part, else a multipart
  * upload, aborted when anything fails so that no parts linger. Chunks are copied into part buffers of exactly
  * `partSize`, so this code holds (queueSize + 1) × partSize and a chunk, whatever the chunks' sizes; the HTTP
- * client keeps the last body each connection sent until it sends the next (one part more, measured: ~15 MiB
- * live for 5 MiB parts, one at a time). lib-storage's Upload held ~18 MiB there: it concatenates chunks and
- * keeps a part's whole backing buffer alive through the remainder. Resolves with the bytes stored.
+ * client keeps the last body each connection sent until it sends the next (one part more). lib-storage's
+ * Upload held more: it concatenates chunks and keeps a part's whole backing buffer alive through the
+ * remainder. Resolves with the bytes stored.
  */
 export async function uploadStream(
   client: S3Client,

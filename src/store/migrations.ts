@@ -114,9 +114,9 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 5,
     name: 'events_compact_parts',
     // A part of up to 32 MiB is written in the compact format (one file for all columns) rather than the wide
-    // one (two files a column): the embedded store's apply of a second's events — ~45,000 rows, ~15 MB — took
-    // 58-61 ms of the engine's CPU compact against 102-107 ms wide, most of the difference in the kernel
-    // creating files (bench/results/single-event-latency.md, session 15). ClickHouse's default is 10 MB.
+    // one (two files a column): a second's events applied took the engine much less CPU compact, most of the
+    // difference in the kernel creating files (bench/results/single-event-latency.md). ClickHouse's default
+    // is 10 MB.
     statements: ['ALTER TABLE events MODIFY SETTING min_bytes_for_wide_part = 33554432'],
   },
   {

@@ -5,12 +5,12 @@ import { INGEST_PROPERTY_KEYS, LANES } from '../../core/event.ts';
 
 /**
  * One JetStream message carries a micro-batch: the events of one lane and one partition from one capture
- * request (publishing one message per event cannot reach the targets: ~35k acked publishes/s here).
+ * request (acked publishes of one event each fall far short of capture's rates).
  * The batch is JSON (the version field lets it change later), deflated when it is large enough to gain:
  * then the message has the header `Content-Encoding: deflate` (zlib, as HTTP's `deflate`; its checksum
- * catches a damaged message). nats-server's work grows with the bytes it stores and delivers — here a
- * 26 KB message cost it ~1.1 ms of CPU, a 6.5 KB one ~0.47 ms — and a batch of events deflates several
- * times over (their property names repeat), for ~1 µs of capture's CPU per event at level 1.
+ * catches a damaged message). nats-server's work grows with the bytes it stores and delivers, and a batch of
+ * events deflates several times over (their property names repeat) for little of capture's CPU at level 1
+ * (figures: bench/results/design-notes.md).
  * `WEIR_BUS_COMPRESSION=none` publishes plain JSON, readable with the `nats` CLI; ingest reads both.
  */
 interface Wire {
@@ -35,8 +35,7 @@ const MAX_INFLATED_BYTES = 256 * 1024 * 1024;
  * A batch as the JSON of a message, before any compression. Version 2: each event's properties travel as
  * JSON text (`propertiesJson`), beside the few that ingest reads as values (`properties`, see
  * INGEST_PROPERTY_KEYS). Ingest then parses a string instead of every property, and stores the text as it
- * is: its decode and row encode took 4.5 → 3.7 µs an event for small events, 11.5 → 6.4 µs for events of 40
- * properties (a microbenchmark of the round trip). Version 1 (properties as values) is still read.
+ * is, which matters most for events of many properties. Version 1 (properties as values) is still read.
  */
 export function batchJson(batch: EventBatch): Buffer {
   const wire: Wire = { v: 2, lane: batch.lane, events: batch.events.map(onWire), warnings: batch.warnings };
@@ -50,8 +49,7 @@ function onWire(e: CapturedEvent): CapturedEvent {
   if (e.propertiesJson !== undefined) return e; // read from the bus already
   const read: Record<string, unknown> = {};
   for (const key of INGEST_PROPERTY_KEYS) if (Object.hasOwn(e.properties, key)) read[key] = e.properties[key];
-  // Written out, not spread: `{ ...e, properties, propertiesJson }` cost 1.8 µs an event, a tenth of capture's
-  // CPU in batch mode (batchJson on the bench's batches: 4.68 µs an event spread, 3.19 written out).
+  // Written out, not spread: a spread of the event was a tenth of capture's CPU in batch mode.
   // EveryField makes a field added to CapturedEvent a compile error here until it is put on the wire.
   const wire: EveryField<CapturedEvent> = {
     projectId: e.projectId,

@@ -5,7 +5,7 @@
  * never seen (every new visitor's first event, a new group's first `$groupidentify`) needs no lookup, so
  * that event is not held up by the engine. On the embedded store one statement runs at a time, so a lookup
  * waited for whatever query was running — for seconds behind a long one — and a new user's events with it;
- * and each lookup cost ~7.6 ms of engine time, which capped how fast new users were taken in.
+ * and each lookup cost the engine milliseconds, which capped how fast new users were taken in.
  *
  * It is only right while this process is the store's one writer (`Store.soleWriter`: the embedded store,
  * whose data directory it holds locked): a person another process wrote would be missing from the filter,

@@ -1,8 +1,7 @@
 /**
- * A held table's columns made fast to read, once, for `executeServing`. Reading an Arrow vector row by row
- * costs ~1 µs a value here (`Vector.get` finds the batch, goes through a visitor, decodes UTF-8, makes
- * bigints), and a run reads every candidate row of its filters' columns: that was most of a materialized
- * run's time. Prepared when the actor loads the table (or on a table's first run), a run reads arrays.
+ * A held table's columns made fast to read, once, for `executeServing`. Reading an Arrow vector row by row is
+ * slow (`Vector.get` finds the batch, goes through a visitor, decodes UTF-8, makes bigints), and a run reads
+ * every candidate row of its filters' columns: that was most of a materialized run's time. Prepared when the actor loads the table (or on a table's first run), a run reads arrays.
  *
  * Two forms, chosen by the Arrow type and the values, not by the plan (the actor loads a table before it
  * sees a plan):

@@ -1,11 +1,10 @@
 /**
  * The embedded store's commit log: an append-only file of row blocks in the data directory.
  *
- * Why it exists: on this kind of machine every MergeTree insert creates a part on disk, and a part costs
- * ~15 ms of CPU, mostly in the kernel (measured: 1-row inserts into a one-column MergeTree cost 16.8 ms of
- * CPU on the ext4 data disk, 3.3 ms on tmpfs; an 8 KiB append costs 12 µs, with fdatasync ~1 ms). Committing
- * each group of rows as a part caps the embedded store at ~100 commits/s. So a commit is an append here,
- * and the applier (logged-store.ts) moves the log into the tables in large blocks.
+ * Why it exists: every MergeTree insert creates a part on disk, and a part costs milliseconds of CPU, mostly
+ * in the kernel, where an append to a file costs microseconds (DESIGN.md's measured facts). Committing each
+ * group of rows as a part would cap the embedded store at about a hundred commits a second. So a commit is an
+ * append here, and the applier (logged-store.ts) moves the log into the tables in large blocks.
  *
  * Layout: `<dir>/<segment>.log` files of frames, a new segment at every open and past `segmentBytes`;
  * `<dir>/state.json` records how far the tables hold the log (`applied`) and the block being applied
@@ -60,7 +59,7 @@ export interface Recovery {
 
 export interface CommitLogOptions {
   readonly dir: string;
-  /** fdatasync after each write (survives power loss, ~1 ms a commit) or not (survives a crash of Weir). */
+  /** fdatasync after each write (survives power loss, at a sync's cost) or not (survives a crash of Weir). */
   readonly fsync: boolean;
   /** A new segment starts past this size. @default 64 MiB */
   readonly segmentBytes?: number;

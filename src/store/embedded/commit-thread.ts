@@ -15,12 +15,11 @@ type Callback = (err: NodeJS.ErrnoException | null) => void;
  * syncs each commit with blocking calls and answers it once it is durable.
  *
  * Why not node:fs's callbacks: each call is a trip through libuv's pool, and a commit took two (write, then
- * fdatasync), each handed over by the main thread on one of its turns and answered on another; on this
- * project's VM a thread woken from sleep costs ~15 µs of steal besides its own CPU. Here a commit is one
- * message each way; the thread starts the next write as soon as a sync returns, without waiting for the main
- * thread, and commits that queued meanwhile share one write and one sync. Measured against the pool
- * (bench/results/single-event-latency.md): a commit 0.63-1.16 ms against 0.86-3.0 ms at 5,000 single-event
- * requests/s, with less CPU; in batch mode at 50,000 events/s, capture's p99 65-86 ms against 126-293 ms.
+ * fdatasync), each handed over by the main thread on one of its turns and answered on another, and on a VM a
+ * thread woken from sleep costs steal besides its own CPU. Here a commit is one message each way; the thread
+ * starts the next write as soon as a sync returns, without waiting for the main thread, and commits that
+ * queued meanwhile share one write and one sync: commits are faster, cheaper and capture's tail lower than
+ * through the pool (bench/results/single-event-latency.md).
  *
  * A commit's bytes are copied once, into a buffer handed over to the thread.
  */

@@ -40,10 +40,8 @@ const BACKOFF_MS = [50, 100, 250, 500, 1000];
 
 /**
  * Commits of the log under way at once. With the log's own writer thread (commit-thread.ts), one: what
- * queues meanwhile goes out together when it returns. Against three under way (the thread then takes them
- * back to back), at 5,000 single-event requests/s in three alternated pairs: p99 16.9, 15.5 and 16.4 ms
- * against 19.5, 14.6 and 18.7, p99.9 lower in all three, 10-36% fewer commits
- * (bench/results/single-event-latency.md).
+ * queues meanwhile goes out together when it returns. Three under way (the thread then takes them back to
+ * back) made more commits and no better tail (bench/results/single-event-latency.md).
  */
 const COMMITS_IN_FLIGHT = 1;
 

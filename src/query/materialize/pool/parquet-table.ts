@@ -20,8 +20,8 @@ const BATCH_ROWS = 1 << 20;
 
 /**
  * Decodes a Parquet file into an Arrow table. parquet-wasm (Rust's parquet crate in WebAssembly) reads every
- * codec the engine writes at ~1 s a million rows here, where hyparquet, in plain JavaScript, took 5 s and
- * 400 MB of heap for the same file. It decodes into its own memory and hands back Arrow IPC, which
+ * codec the engine writes, several times faster than hyparquet in plain JavaScript and without its heap
+ * (bench/results/design-notes.md). It decodes into its own memory and hands back Arrow IPC, which
  * apache-arrow reads without copying; so the table's memory is those IPC buffers, about its Arrow size.
  *
  * Row groups are read one at a time: WebAssembly memory grows to the largest decode and never shrinks, so
@@ -53,9 +53,8 @@ export async function loadParquetTable(bytes: Uint8Array): Promise<LoadedTable> 
     return { table, bytes: ipc.byteLength };
   }
   const table = new Table(batches);
-  // Its columns prepared once for the runs (columns.ts), counted with it. The count stays within 1.5× its
-  // Arrow size: what the count does not see (Arrow's objects, the heap around them) measured ~0.5× more in
-  // the pool's test of a held table's memory, whose bound is 2×.
+  // Its columns prepared once for the runs (columns.ts), counted with it, within 1.5× its Arrow size: what
+  // the count does not see (Arrow's objects, the heap around them) must fit under the pool's bound of 2×.
   const decoded = decodeTable(table, 1.5 * arrowSize(table) - held);
   return { table, bytes: held + decoded.bytes };
 }
