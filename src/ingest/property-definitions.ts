@@ -11,10 +11,10 @@ import {
   type PropertyType,
   type PropertyTypes,
 } from '../core/property-types.ts';
-import type { Row, Store } from '../core/ports.ts';
+import type { Store } from '../core/ports.ts';
 import type { PipelineEvent } from '../core/step.ts';
-import { chTime } from '../store/ch-time.ts';
 import { mergeDefinition, sameDefinition, type DefinitionState } from './property-definition-merge.ts';
+import { PropertyDefinitionRows, type StoredDefinition } from './property-definition-rows.ts';
 import { detectPropertyType } from './property-types.ts';
 
 /**
@@ -149,24 +149,6 @@ function typed(definitions: ReadonlyMap<string, Definition>): Map<string, Proper
   return out;
 }
 
-interface StoredDefinition {
-  project_id: string;
-  type: string;
-  name: string;
-  property_type: string;
-  events: string[];
-  first_seen_at: string;
-  last_seen_at: string;
-  type_changed_at: string | null;
-  version: string;
-}
-
-/** The columns of a stored definition as `StoredDefinition` reads them. */
-const STORED_COLUMNS = `toString(project_id) AS project_id, type, name, property_type, events,
-  toString(toUnixTimestamp64Milli(first_seen_at)) AS first_seen_at,
-  toString(toUnixTimestamp64Milli(last_seen_at)) AS last_seen_at,
-  toString(toUnixTimestamp64Milli(type_changed_at)) AS type_changed_at, toString(version) AS version`;
-
 interface Deferred {
   readonly projectId: number;
   readonly event: string;
@@ -174,7 +156,7 @@ interface Deferred {
 }
 
 export class PropertyDefinitionRegistry implements PropertyDefinitions, PropertyCatalog {
-  readonly #store: Pick<Store, 'query' | 'insert'>;
+  readonly #rows: PropertyDefinitionRows;
   readonly #logger: Logger;
   readonly #reloadMs: number;
   readonly #maxDefinitions: number;
@@ -200,7 +182,7 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
   #records = false;
 
   constructor(config: PropertyDefinitionsConfig, deps: PropertyDefinitionsDeps) {
-    this.#store = deps.store;
+    this.#rows = new PropertyDefinitionRows(deps.store);
     this.#logger = deps.logger;
     this.#reloadMs = config.reloadMs ?? 0;
     this.#maxDefinitions = config.maxDefinitions ?? 100_000;
@@ -539,10 +521,7 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
     try {
       if (this.#reloadMs > 0) batch = await this.#mergeBeforeWrite(batch);
       if (batch.length > 0)
-        await this.#store.insert(
-          'property_definitions',
-          batch.map((d) => this.#row(d)),
-        );
+        await this.#rows.write(batch.map((d) => ({ ...d, version: this.#nextVersion() })));
     } catch (err) {
       for (const d of batch) this.#pending.add(d);
       if (!this.#closed) {
@@ -560,17 +539,9 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
    * query node since this process last reloaded would be overwritten by this process's older view.
    */
   async #mergeBeforeWrite(batch: Definition[]): Promise<Definition[]> {
-    const rows = await this.#store.query<StoredDefinition>(
-      `SELECT ${STORED_COLUMNS} FROM property_definitions FINAL
-       WHERE project_id IN {projects:Array(UInt64)} AND name IN {names:Array(String)}`,
-      {
-        projects: [...new Set(batch.map((d) => d.projectId))],
-        names: [...new Set(batch.map((d) => d.name))],
-      },
-    );
     const stored = new Map<Definition, StoredDefinition>();
-    for (const r of rows) {
-      const d = this.#projects.get(Number(r.project_id))?.[parentOf(r.type)].get(r.name);
+    for (const r of await this.#rows.read(batch)) {
+      const d = this.#projects.get(r.projectId)?.[r.type].get(r.name);
       if (d !== undefined) stored.set(d, r);
     }
     const changed = new Set<ProjectState>();
@@ -578,9 +549,9 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
     for (const d of batch) {
       const r = stored.get(d);
       if (r !== undefined) {
-        this.#rowVersion = Math.max(this.#rowVersion, Number(r.version));
-        if (this.#mergeInto(d, stateOf(r))) changed.add(this.#state(d.projectId));
-        if (sameDefinition(d, stateOf(r))) continue;
+        this.#rowVersion = Math.max(this.#rowVersion, r.version);
+        if (this.#mergeInto(d, r.state)) changed.add(this.#state(d.projectId));
+        if (sameDefinition(d, r.state)) continue;
       }
       out.push(d);
     }
@@ -588,19 +559,10 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
     return out;
   }
 
-  #row(d: Definition): Row {
+  /** A version above every row this process has seen or written, and above its clock's microseconds. */
+  #nextVersion(): number {
     this.#rowVersion = Math.max(this.#rowVersion + 1, Date.now() * 1000);
-    return {
-      project_id: d.projectId,
-      type: d.type,
-      name: d.name,
-      property_type: d.propertyType ?? '',
-      events: d.events,
-      first_seen_at: chTime(d.firstSeenAt),
-      last_seen_at: chTime(d.lastSeenAt),
-      type_changed_at: d.typeChangedAt === null ? null : chTime(d.typeChangedAt),
-      version: this.#rowVersion,
-    };
+    return this.#rowVersion;
   }
 
   /**
@@ -608,24 +570,14 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
    * version changes only when one of its types did: queries compiled against it stay valid.
    */
   async #load(): Promise<void> {
-    const [rows, [max]] = await Promise.all([
-      this.#store.query<StoredDefinition>(
-        `SELECT ${STORED_COLUMNS} FROM property_definitions FINAL
-         ORDER BY project_id, type, name
-         LIMIT {limit:UInt64}`,
-        { limit: this.#maxDefinitions },
-      ),
-      this.#store.query<{ version: string }>(
-        'SELECT toString(max(version)) AS version FROM property_definitions',
-      ),
-    ]);
+    const { rows, maxVersion } = await this.#rows.readAll(this.#maxDefinitions);
     // Above every stored version, also another process's whose clock is ahead: a merged row must replace it.
-    this.#rowVersion = Math.max(this.#rowVersion, Number(max?.version ?? 0));
+    this.#rowVersion = Math.max(this.#rowVersion, maxVersion);
     const changed = new Set<ProjectState>();
     for (const r of rows) {
-      const state = this.#state(Number(r.project_id));
-      const type = parentOf(r.type);
-      const stored = stateOf(r);
+      const state = this.#state(r.projectId);
+      const type = r.type;
+      const stored = r.state;
       const d = state[type].get(r.name);
       if (d === undefined) {
         state[type].set(
@@ -700,18 +652,4 @@ function publicDefinition(d: Definition): PropertyDefinition {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function parentOf(type: string): PropertyParent {
-  return type === 'person' ? 'person' : 'event';
-}
-
-function stateOf(r: StoredDefinition): DefinitionState {
-  return {
-    propertyType: (r.property_type || null) as PropertyType | null,
-    events: r.events,
-    firstSeenAt: Number(r.first_seen_at),
-    lastSeenAt: Number(r.last_seen_at),
-    typeChangedAt: r.type_changed_at === null ? null : Number(r.type_changed_at),
-  };
 }
