@@ -89,9 +89,11 @@ export class Reply {
       }
       const data = typeof body === 'string' ? Buffer.from(body) : body;
       const total = data.length;
+      // The offset before the body: a tryEnd that is held back has sent part of it, and the rest starts at
+      // what the socket took since this offset (taken after, it would send the body's start again).
+      const start = res.getWriteOffset();
       const [ok, finished] = res.tryEnd(data, total);
       if (ok || finished) return;
-      const start = res.getWriteOffset();
       res.onWritable((offset) => {
         const [ok2, finished2] = res.tryEnd(data.subarray(offset - start), total);
         return ok2 || finished2;
