@@ -13,7 +13,8 @@ export type JsonObject = { readonly [key: string]: Json };
  * The remote config of a project (`/array/<key>/config`): PostHog's field names, each saying "off" or
  * what is true of Weir's capture. Events go to `/i/v0/e/`; autocapture sends `$elements_chain` as text,
  * which ingest reads as it reads `$elements`; anonymous visitors get no person until identified, the
- * default of every new PostHog project.
+ * default of every new PostHog project. `surveys` is left out: posthog-js loads its surveys script whenever
+ * the field is there, `false` included, from the host it captures to, which serves no scripts.
  */
 export function remoteConfig(token: string): JsonObject {
   return {
@@ -31,7 +32,6 @@ export function remoteConfig(token: string): JsonObject {
     sessionRecording: false,
     heatmaps: false,
     conversations: false,
-    surveys: false,
     productTours: false,
     defaultIdentifiedOnly: true,
     siteApps: [],

@@ -114,7 +114,6 @@ export async function checkStartupCalls(t: Test, base: string): Promise<void> {
     token: PROJECT_API_KEY,
     hasFeatureFlags: false,
     sessionRecording: false,
-    surveys: false,
   });
   t.equal(script.status, 200, 'config.js: status');
   t.match(script.headers.get('content-type'), /^application\/javascript/, 'config.js: script');
