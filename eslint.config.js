@@ -34,4 +34,26 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
   },
+  {
+    // The web console's modules run in the browser, outside the TypeScript project.
+    files: ['src/console/**/*.js'],
+    languageOptions: {
+      parserOptions: { projectService: false, project: false },
+      globals: Object.fromEntries(
+        [
+          'window',
+          'document',
+          'location',
+          'sessionStorage',
+          'fetch',
+          'performance',
+          'Node',
+          'Intl',
+          'setTimeout',
+          'clearTimeout',
+          'queueMicrotask',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
 );

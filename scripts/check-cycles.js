@@ -38,6 +38,8 @@ const ALLOWED = {
   ingest: ['bus', 'store'],
   query: ['store', 'catalog'],
   api: ['query', 'store', 'catalog', 'http'],
+  // The web console's static files and their routes.
+  console: ['http'],
   roles: ['*'],
   cli: ['*'],
   'main.ts': ['*'],

@@ -3,6 +3,7 @@ import { registerEndpointRoutes } from '../api/endpoint-routes.ts';
 import { registerEndpointRunRoutes } from '../api/endpoint-run-routes.ts';
 import { registerManagementRoutes } from '../api/management-routes.ts';
 import { registerQueryRoutes } from '../api/query-routes.ts';
+import { registerConsoleRoutes } from '../console/console-routes.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -120,6 +121,7 @@ export function mountApi(
   registerQueryRoutes(app, { ...deps, limits, database, properties: deps.propertyDefinitions });
   registerEndpointRoutes(app, { ...deps, onEndpointChanged, materializations });
   registerEndpointRunRoutes(app, { ...deps, runner, maxLimit: limits.maxResultRows });
+  registerConsoleRoutes(app, deps);
   return { runner, materializations };
 }
 
