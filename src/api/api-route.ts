@@ -3,6 +3,7 @@ import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { BodyTooLargeError, onBody } from '../http/request-body.ts';
+import { sendPieces, type BodyPieces } from '../http/streamed-body.ts';
 import { Reply } from '../http/uws.ts';
 import type { ResponseMemo } from './response-memo.ts';
 
@@ -45,6 +46,8 @@ export interface ApiResponse {
   readonly headers?: Readonly<Record<string, string>>;
   /** A body that is not JSON, sent as it is with its content type (instead of `body` or `json`). */
   readonly bytes?: { readonly data: Buffer; readonly contentType: string };
+  /** A 200 body made a piece at a time and written as the client takes it (instead of the others). */
+  readonly pieces?: { readonly next: BodyPieces; readonly contentType: string };
   /**
    * For a 200 with `json` bytes on a route with a memo: while this returns true, the same request (same
    * method, path, query, `Authorization` and body) gets these same bytes, and the memo sends them again
@@ -226,6 +229,10 @@ function sendResponse(
   if (memoKey !== undefined && response.holds && response.status === 200 && response.json instanceof Buffer) {
     route.memo!.set(memoKey, { json: response.json, holds: response.holds });
   }
+  if (response.pieces !== undefined) {
+    sendBodyPieces(reply, response, response.pieces, deps);
+    return;
+  }
   try {
     const headers = response.headers;
     if (response.status === 204) reply.send(204, undefined, headers);
@@ -240,6 +247,24 @@ function sendResponse(
   } catch (err) {
     fail(reply, err, deps); // e.g. a body JSON cannot write
   } finally {
+    deps.inFlight.end();
+  }
+}
+
+/** Sends a body made a piece at a time; the request stays in flight until it is all written. */
+function sendBodyPieces(
+  reply: Reply,
+  response: ApiResponse,
+  pieces: NonNullable<ApiResponse['pieces']>,
+  deps: ApiRouteDeps,
+): void {
+  try {
+    sendPieces(reply, { 'Content-Type': pieces.contentType, ...response.headers }, pieces.next, (err) => {
+      if (err !== undefined) deps.logger.error({ err }, 'api answer cut short: a piece of it failed');
+      deps.inFlight.end();
+    });
+  } catch (err) {
+    fail(reply, err, deps); // the first piece failed: nothing was sent yet
     deps.inFlight.end();
   }
 }
