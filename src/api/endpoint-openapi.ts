@@ -16,6 +16,7 @@ import { planMaterialization } from '../query/materialize/rewrite.ts';
 import { compileVersion } from '../query/endpoints/definition.ts';
 import { magicVariables } from '../query/insights/insight.ts';
 import { REFRESH_MODES } from '../query/endpoints/endpoint-runner.ts';
+import { CONTENT_TYPES, OUTPUT_FORMATS } from '../query/output/formats.ts';
 import { runPath } from './endpoint-json.ts';
 
 type Schema = Record<string, unknown>;
@@ -60,7 +61,11 @@ export function endpointOpenApi(endpoint: Endpoint, options: OpenApiOptions): Re
           responses: {
             '200': {
               description: 'Query results',
-              content: { 'application/json': { schema: responseSchema() } },
+              headers: FORMAT_HEADERS,
+              content: {
+                'application/json': { schema: responseSchema() },
+                ...encodedResponses(),
+              },
             },
             ...errorResponses(),
           },
@@ -191,6 +196,12 @@ function requestSchema(
         description:
           'False when absent. True adds `hogql` (the query as it ran), `clickhouse` and `timings` to the response.',
       },
+      format: {
+        type: 'string',
+        enum: [...OUTPUT_FORMATS],
+        description:
+          "The answer's encoding; `json` when absent. Only `json` carries the fields beside the rows: `csv` (RFC 4180, a header line), `ndjson` (an object a row, keyed by column), `parquet` and `arrow` (IPC stream) carry the rows, and headers say the rest (`Weir-Has-More`, …).",
+      },
       version: options.pinned
         ? { type: 'integer', enum: [options.pinned.version], description: 'The version this client runs.' }
         : { type: 'integer', minimum: 1, description: 'The version to run; the newest when absent.' },
@@ -279,6 +290,52 @@ function responseSchema(): Schema {
     },
   };
 }
+
+/** The 200 bodies of the formats other than JSON: text for CSV and NDJSON, bytes for Parquet and Arrow. */
+function encodedResponses(): Record<string, { schema: Schema }> {
+  const text = (description: string): { schema: Schema } => ({ schema: { type: 'string', description } });
+  const binary = (description: string): { schema: Schema } => ({
+    schema: { type: 'string', format: 'binary', description },
+  });
+  return {
+    [mediaType(CONTENT_TYPES.csv)]: text(
+      'format csv: a header line of the column names, then a line a row (RFC 4180).',
+    ),
+    [CONTENT_TYPES.ndjson]: text('format ndjson: one JSON object a row, keyed by column name.'),
+    [CONTENT_TYPES.parquet]: binary('format parquet: the rows as a Parquet file (zstd).'),
+    [CONTENT_TYPES.arrow]: binary('format arrow: the rows as an Arrow IPC stream.'),
+  };
+}
+
+/** A content type without its parameters (`text/csv; charset=utf-8` → `text/csv`), as OpenAPI keys them. */
+function mediaType(contentType: string): string {
+  return contentType.split(';')[0]!.trim();
+}
+
+/** What a non-JSON answer says in headers, in place of the JSON answer's fields. */
+const FORMAT_HEADERS: Record<string, Schema> = {
+  'Weir-Has-More': {
+    description: 'A format other than json: whether rows follow this page (`hasMore`).',
+    schema: { type: 'string', enum: ['true', 'false'] },
+  },
+  'Weir-Endpoint-Version': {
+    description: 'A format other than json: the version that ran (`endpoint_version`).',
+    schema: { type: 'string' },
+  },
+  'Weir-Is-Cached': {
+    description: 'A format other than json: whether the result came from the cache (`is_cached`).',
+    schema: { type: 'string', enum: ['true', 'false'] },
+  },
+  'Weir-Last-Refresh': {
+    description: 'A format other than json: when the result was computed (`last_refresh`).',
+    schema: { type: 'string' },
+  },
+  'Weir-Endpoint-Materialized-At': {
+    description:
+      'A format other than json, answered from a materialization: when it was computed (`endpoint_materialized_at`).',
+    schema: { type: 'string' },
+  },
+};
 
 const ERROR_SCHEMA: Schema = {
   type: 'object',

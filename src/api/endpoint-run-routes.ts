@@ -9,12 +9,14 @@ import {
   type Refresh,
   type RunAnswer,
   type RunRequest,
+  type RunTable,
 } from '../query/endpoints/endpoint-runner.ts';
 import { apiRoute, type ApiRequest, type ApiResponse } from './api-route.ts';
 import { PROJECT_PREFIXES, access, findEndpoint, findVersion } from './endpoint-access.ts';
 import { readVersionParam } from './endpoint-input.ts';
 import { endpointOpenApi } from './endpoint-openapi.ts';
 import { invalid, objectBody, type JsonObject } from './json-input.ts';
+import { encodedAnswer, readFormat, type OutputFormat } from './output-answer.ts';
 import { ResponseMemo } from './response-memo.ts';
 import { readVariables } from './variables-input.ts';
 
@@ -42,8 +44,23 @@ function memorable(answer: RunAnswer, catalog: Catalog): ApiResponse {
   return { status: 200, json: answer.json, holds: () => catalog.revision === revision && holds() };
 }
 
+/**
+ * A run's answer in a format other than JSON: the rows alone, and what the JSON answer says beside them in
+ * headers (`Weir-Has-More` is how a client pages).
+ */
+function encoded(format: Exclude<OutputFormat, 'json'>, table: RunTable): ApiResponse {
+  const headers: Record<string, string> = {
+    'Weir-Has-More': String(table.hasMore),
+    'Weir-Endpoint-Version': String(table.version),
+    'Weir-Is-Cached': String(table.isCached),
+    'Weir-Last-Refresh': table.lastRefresh,
+  };
+  if (table.materializedAt !== null) headers['Weir-Endpoint-Materialized-At'] = table.materializedAt;
+  return encodedAnswer(format, table, headers);
+}
+
 /** The fields of a run request (SPEC §4), in the body of a POST or the query string of either method. */
-export const RUN_FIELDS = ['refresh', 'variables', 'debug', 'version', 'limit', 'offset'];
+export const RUN_FIELDS = ['refresh', 'variables', 'debug', 'version', 'limit', 'offset', 'format'];
 const MAX_OFFSET = 1_000_000_000;
 
 /**
@@ -52,7 +69,8 @@ const MAX_OFFSET = 1_000_000_000;
  * `POST` and `GET P/endpoints/{name}/run` on both path forms: runs a version of an endpoint with the
  * caller's variables and answers `{results, columns, types, hasMore, name, endpoint_version, is_cached,
  * last_refresh, endpoint_materialized, endpoint_materialized_at}` (+ `hogql`, `clickhouse`, `timings` with
- * `debug`). Needs `endpoint:read`.
+ * `debug`), or with `format` the rows as CSV, NDJSON, Parquet or Arrow (output-answer.ts). Needs
+ * `endpoint:read`.
  */
 export function registerEndpointRunRoutes(app: TemplatedApp, deps: EndpointRunRoutesDeps): void {
   const run = (req: ApiRequest, fromBody: JsonObject): ApiResponse | Promise<ApiResponse> => {
@@ -60,7 +78,19 @@ export function registerEndpointRunRoutes(app: TemplatedApp, deps: EndpointRunRo
     const endpoint = findEndpoint(deps.catalog, project, req.params[1]!);
     const fields =
       req.query.size === 0 ? fromBody : { ...fromQueryString(req.query, Object.keys(fromBody)), ...fromBody };
-    const answer = deps.runner.run(endpoint, readRunRequest(fields, deps.maxLimit));
+    const request = readRunRequest(fields, deps.maxLimit);
+    const format = readFormat(fields['format']);
+    if (format !== 'json') {
+      if (request.debug) {
+        throw invalid(
+          'debug',
+          `'debug' adds fields to the JSON answer; a ${format} answer carries the rows only.`,
+        );
+      }
+      const table = deps.runner.runTable(endpoint, request);
+      return table instanceof Promise ? table.then((t) => encoded(format, t)) : encoded(format, table);
+    }
+    const answer = deps.runner.run(endpoint, request);
     if (answer instanceof Promise) return answer.then(ok);
     return answer.holds ? memorable(answer, deps.catalog) : ok(answer);
   };

@@ -9,6 +9,7 @@ import { runHogQLQuery, type HogQLQueryInput } from '../query/hogql-query.ts';
 import { apiRoute } from './api-route.ts';
 import { authenticate } from './auth.ts';
 import { objectBody, requirePresent, type JsonObject } from './json-input.ts';
+import { encodedAnswer, readFormat } from './output-answer.ts';
 import { readVariables } from './variables-input.ts';
 
 export interface QueryRoutesDeps {
@@ -28,13 +29,14 @@ export interface QueryRoutesDeps {
  * Fields of PostHog's query request Weir takes and ignores: a client id (PostHog uses it to cancel), a cache
  * hint (every run here is fresh) and a name for logs.
  */
-const REQUEST_FIELDS = ['query', 'client_query_id', 'refresh', 'name'];
+const REQUEST_FIELDS = ['query', 'client_query_id', 'refresh', 'name', 'format'];
 /** Fields of a HogQLQuery. `filters`, `modifiers` and `values` are refused rather than silently not applied. */
 const QUERY_FIELDS = ['kind', 'query', 'variables', 'name', 'tags'];
 
 /**
  * The query API (SPEC §3): `POST P/query/` runs one `HogQLQuery` on the project's data and answers
- * `{results, columns, types, hogql, clickhouse, timings}`. Needs the scope `query:read`.
+ * `{results, columns, types, hogql, clickhouse, timings}`, or with `format` the rows alone as CSV, NDJSON,
+ * Parquet or Arrow (output-answer.ts). Needs the scope `query:read`.
  */
 export function registerQueryRoutes(app: TemplatedApp, deps: QueryRoutesDeps): void {
   for (const path of ['/api/projects/:id/query/', '/api/environments/:id/query/']) {
@@ -44,13 +46,19 @@ export function registerQueryRoutes(app: TemplatedApp, deps: QueryRoutesDeps): v
         const project = who.requireProject(req.params[0]!);
         who.requireScope('query:read');
         const input = readRequest(req.body);
+        const format = readFormat(objectBody(req.body, REQUEST_FIELDS)['format']);
         const result = await runHogQLQuery(input, project.id, {
           store: deps.store,
           limits: deps.limits,
           properties: deps.properties,
           database: deps.database,
         });
-        return { status: 200, body: result };
+        if (format === 'json') return { status: 200, body: result };
+        return encodedAnswer(
+          format,
+          { columns: result.columns, types: result.types, rows: result.results },
+          {},
+        );
       },
     });
   }

@@ -65,6 +65,23 @@ export interface RunAnswer {
   readonly holds?: () => boolean;
 }
 
+/**
+ * A run's answer as a table, for an encoding other than JSON (SPEC §4, `format`): the rows, columns, types
+ * and `hasMore` of the JSON answer, and the fields beside them.
+ */
+export interface RunTable {
+  readonly rows: readonly (readonly unknown[])[];
+  readonly columns: readonly string[];
+  readonly types: readonly string[];
+  readonly hasMore: boolean;
+  readonly name: string;
+  readonly version: number;
+  readonly isCached: boolean;
+  readonly lastRefresh: string;
+  /** When the materialization that answered was computed; null for a run on raw data. */
+  readonly materializedAt: string | null;
+}
+
 export interface EndpointRunnerConfig {
   /** @default DEFAULT_LIMITS */
   readonly limits?: QueryLimits;
@@ -95,6 +112,21 @@ interface Computed {
   readonly hogql: string;
   readonly clickhouse: string;
   readonly timings: readonly Timing[];
+}
+
+/** A result a run has just computed: what is cached, and the rows it was made from (not cached). */
+interface Fresh {
+  readonly computed: Computed;
+  readonly rows: unknown[][];
+  readonly columns: readonly string[];
+  readonly types: readonly string[];
+  readonly hasMore: boolean;
+}
+
+/** How a run's answer is made, from a cached result or one just computed: JSON bytes, or a table. */
+interface Answers<T> {
+  cached(computed: Computed, name: string, holds: () => boolean, clock: Timings | undefined): T;
+  fresh(fresh: Fresh, name: string, debug: boolean): T;
 }
 
 /** What one run executes, and how its result becomes the answer's rows. */
@@ -136,7 +168,7 @@ export class EndpointRunner {
   readonly #maxRuns: number;
   readonly #database: string | undefined;
   readonly #cache: ResultCache<Computed>;
-  readonly #flights = new Map<string, Promise<Computed>>();
+  readonly #flights = new Map<string, Promise<Fresh>>();
   readonly #running = new Map<number, number>();
 
   readonly #materialized: MaterializedRuns | undefined;
@@ -178,6 +210,18 @@ export class EndpointRunner {
    * hot path, and each promise and tick costs it. Bad input throws the AppError at once too.
    */
   run(endpoint: Endpoint, request: RunRequest): RunAnswer | Promise<RunAnswer> {
+    return this.#run(endpoint, request, JSON_ANSWERS);
+  }
+
+  /**
+   * Runs a version as `run` does (the same cache, flights and limits) and answers the result as a table,
+   * for an encoding other than JSON; `debug` adds nothing to a table.
+   */
+  runTable(endpoint: Endpoint, request: RunRequest): RunTable | Promise<RunTable> {
+    return this.#run(endpoint, request, TABLE_ANSWERS);
+  }
+
+  #run<T>(endpoint: Endpoint, request: RunRequest, answers: Answers<T>): T | Promise<T> {
     const clock = request.debug ? new Timings() : undefined;
     const version = runnableVersion(endpoint, request.version);
     if (request.refresh === 'direct' && !version.isMaterialized) {
@@ -194,27 +238,19 @@ export class EndpointRunner {
     if (request.refresh === 'cache') {
       const hit = this.#cache.get(key);
       if (hit && Date.now() - hit.startedAt < endpoint.cacheAgeSeconds * 1000) {
-        const computed = hit.value;
-        if (clock) {
-          clock.lap('./cache');
-          return { json: answerOf(computed, endpoint.name, true, clock.done()) };
-        }
-        if (computed.name !== endpoint.name) return { json: answerOf(computed, endpoint.name, true) };
         const maxAgeMs = endpoint.cacheAgeSeconds * 1000;
-        return {
-          json: computed.answer,
-          holds: () =>
-            this.#cache.get(key) === hit &&
-            Date.now() - hit.startedAt < maxAgeMs &&
-            // A property type set since makes the answer another one (its key has the types' version).
-            this.#properties?.forProject(endpoint.projectId).version === types?.version,
-        };
+        const holds = (): boolean =>
+          this.#cache.get(key) === hit &&
+          Date.now() - hit.startedAt < maxAgeMs &&
+          // A property type set since makes the answer another one (its key has the types' version).
+          this.#properties?.forProject(endpoint.projectId).version === types?.version;
+        return answers.cached(hit.value, endpoint.name, holds, clock);
       }
       const flight = this.#flights.get(key);
-      if (flight) return flight.then((c) => uncachedAnswer(c, endpoint.name, request.debug));
+      if (flight) return flight.then((f) => answers.fresh(f, endpoint.name, request.debug));
     }
-    return this.#execute(key, endpoint, version.version, plan, clock ?? new Timings()).then((c) =>
-      uncachedAnswer(c, endpoint.name, request.debug),
+    return this.#execute(key, endpoint, version.version, plan, clock ?? new Timings()).then((f) =>
+      answers.fresh(f, endpoint.name, request.debug),
     );
   }
 
@@ -314,13 +350,7 @@ export class EndpointRunner {
   }
 
   /** Runs the query as the one flight for `key`, and caches what it answers. */
-  #execute(
-    key: string,
-    endpoint: Endpoint,
-    version: number,
-    plan: RunPlan,
-    clock: Timings,
-  ): Promise<Computed> {
+  #execute(key: string, endpoint: Endpoint, version: number, plan: RunPlan, clock: Timings): Promise<Fresh> {
     const projectId = endpoint.projectId;
     const startedAt = Date.now();
     const direct = (p: RunPlan): Promise<HogQLQueryResult> => {
@@ -395,7 +425,7 @@ export class EndpointRunner {
         answer.length + result.hogql.length + result.clickhouse.length,
         startedAt,
       );
-      return computed;
+      return { computed, rows, columns: result.columns, types: result.types, hasMore };
     });
     this.#flights.set(key, flight);
     const land = (): void => {
@@ -444,9 +474,53 @@ function answerFields(
   };
 }
 
-/** The answer of a result a run computed, or waited for while another run computed it: not cached. */
-function uncachedAnswer(computed: Computed, name: string, debug: boolean): RunAnswer {
-  return { json: answerOf(computed, name, false, debug ? computed.timings : undefined) };
+/** Answers as JSON bytes: a cached answer is its bytes as they are, for as long as they hold. */
+const JSON_ANSWERS: Answers<RunAnswer> = {
+  cached(computed, name, holds, clock) {
+    if (clock) {
+      clock.lap('./cache');
+      return { json: answerOf(computed, name, true, clock.done()) };
+    }
+    if (computed.name !== name) return { json: answerOf(computed, name, true) };
+    return { json: computed.answer, holds };
+  },
+  // A result a run computed, or waited for while another run computed it: not cached.
+  fresh: ({ computed }, name, debug) => ({
+    json: answerOf(computed, name, false, debug ? computed.timings : undefined),
+  }),
+};
+
+/** Answers as tables: the rows just computed, or those of the cached answer's bytes read back. */
+const TABLE_ANSWERS: Answers<RunTable> = {
+  cached(computed, name) {
+    const result = JSON.parse(`{${computed.answer.toString('utf8', 1, 1 + computed.resultBytes)}}`) as {
+      results: unknown[][];
+      columns: string[];
+      types: string[];
+      hasMore: boolean;
+    };
+    return tableOf(computed, name, true, { ...result, rows: result.results });
+  },
+  fresh: (fresh, name) => tableOf(fresh.computed, name, false, fresh),
+};
+
+function tableOf(
+  computed: Computed,
+  name: string,
+  isCached: boolean,
+  result: Pick<RunTable, 'rows' | 'columns' | 'types' | 'hasMore'>,
+): RunTable {
+  return {
+    rows: result.rows,
+    columns: result.columns,
+    types: result.types,
+    hasMore: result.hasMore,
+    name,
+    version: computed.version,
+    isCached,
+    lastRefresh: computed.lastRefresh,
+    materializedAt: computed.materializedAt,
+  };
 }
 
 /** An answer of a computed result other than its cached answer: another name, not cached, or with debug. */
