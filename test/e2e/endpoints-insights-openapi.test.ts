@@ -81,6 +81,11 @@ t.test('each kind’s document validates and describes its magic variables', asy
       t.equal(variables.properties['date_to']!.format, 'date');
       t.notOk(variables.required, `${name}: none required`);
       t.notOk(request.properties['limit'] ?? request.properties['offset'], `${name}: no pages`);
+      t.same(
+        (request.properties['format'] as { enum?: string[] } | undefined)?.enum,
+        ['json', 'csv', 'ndjson', 'parquet', 'arrow'],
+        `${name}: the formats`,
+      );
     }
   }
 });
@@ -98,8 +103,11 @@ t.test('a client generated from the three documents type-checks and runs each en
     `import createClient from 'openapi-fetch';
 import type { paths } from './schema.ts';
 
+// The 200 has a content type per format: the typed JSON answer is the JSON media type's.
+type JsonMedia = \`\${string}/json\`;
+
 export async function runAll(baseUrl: string, key: string) {
-  const client = createClient<paths>({ baseUrl, headers: { Authorization: \`Bearer \${key}\` } });
+  const client = createClient<paths, JsonMedia>({ baseUrl, headers: { Authorization: \`Bearer \${key}\` } });
   const trend = await client.POST(${JSON.stringify(trendsPath)}, {
     body: { variables: { $browser: 'Chrome', date_from: '2020-01-11' }, refresh: 'force' },
   });
@@ -107,10 +115,22 @@ export async function runAll(baseUrl: string, key: string) {
   const retention = await client.POST(${JSON.stringify(retentionPath)}, {});
   if (!trend.data || !funnel.data || !retention.data) throw new Error('a run failed');
   const columns: string[] = trend.data.columns;
-  return { trend: trend.data.results, funnel: funnel.data.results, retention: retention.data.results, columns: [columns] };
+  // The funnel's table as NDJSON: an object a row, read as text.
+  const ndjson = await createClient<paths, 'application/x-ndjson'>({ baseUrl, headers: { Authorization: \`Bearer \${key}\` } }).POST(
+    ${JSON.stringify(funnelPath)},
+    { body: { format: 'ndjson' }, parseAs: 'text' },
+  );
+  const funnelRows: string = ndjson.data ?? '';
+  return {
+    trend: trend.data.results,
+    funnel: funnel.data.results,
+    retention: retention.data.results,
+    columns: [columns],
+    funnelNdjson: funnelRows.trimEnd().split('\\n').map((line) => Object.values(JSON.parse(line) as object)),
+  };
 }
 
-export function wrongAtCompileTime(client: ReturnType<typeof createClient<paths>>) {
+export function wrongAtCompileTime(client: ReturnType<typeof createClient<paths, JsonMedia>>) {
   // @ts-expect-error date_from is a date string
   void client.POST(${JSON.stringify(trendsPath)}, { body: { variables: { date_from: 20200111 } } });
   // @ts-expect-error refresh is cache, force or direct
@@ -130,4 +150,5 @@ export function wrongAtCompileTime(client: ReturnType<typeof createClient<paths>
     'the funnel',
   );
   t.same(answer['retention'], (await runOk(w, 'daily-return')).results, 'the retention, as a plain run');
+  t.same(answer['funnelNdjson'], answer['funnel'], 'the funnel as NDJSON: the same rows');
 });

@@ -72,6 +72,24 @@ t.test('the document has what SPEC §4 lists', async (t) => {
     },
   });
   t.equal(at(post, 'responses', '200', 'description'), 'Query results');
+  t.same(
+    Object.keys(at(post, 'responses', '200', 'content') as Doc),
+    [
+      'application/json',
+      'text/csv',
+      'application/x-ndjson',
+      'application/vnd.apache.parquet',
+      'application/vnd.apache.arrow.stream',
+    ],
+    'a content type per format',
+  );
+  t.match(at(post, 'responses', '200', 'content'), {
+    'text/csv': { schema: { type: 'string' } },
+    'application/x-ndjson': { schema: { type: 'string' } },
+    'application/vnd.apache.parquet': { schema: { type: 'string', format: 'binary' } },
+    'application/vnd.apache.arrow.stream': { schema: { type: 'string', format: 'binary' } },
+  });
+  t.match(at(post, 'responses', '200', 'headers', 'Weir-Has-More'), { schema: { type: 'string' } });
   const response = at(post, 'responses', '200', 'content', 'application/json', 'schema');
   t.match(at(response, 'properties'), {
     results: { type: 'array' },
@@ -92,6 +110,7 @@ t.test('the document has what SPEC §4 lists', async (t) => {
     at_least: { type: 'number' },
   });
   t.same(at(request, 'properties', 'refresh', 'enum'), ['cache', 'force', 'direct']);
+  t.same(at(request, 'properties', 'format', 'enum'), ['json', 'csv', 'ndjson', 'parquet', 'arrow']);
   t.match(at(request, 'properties'), {
     debug: { type: 'boolean' },
     limit: { type: 'integer' },
@@ -168,6 +187,7 @@ t.test('a generated client type-checks, refuses wrong variables at compile time,
   const client = await generatedClient<{
     eventsFor(baseUrl: string, key: string, browser: string): Promise<Record<string, unknown>>;
     refused(baseUrl: string, key: string): Promise<Record<string, unknown>>;
+    csvFor(baseUrl: string, key: string, browser: string): Promise<{ type: string | null; text: string }>;
   }>(
     t,
     doc,
@@ -175,9 +195,11 @@ t.test('a generated client type-checks, refuses wrong variables at compile time,
 import type { paths } from './schema.ts';
 
 const PATH = ${JSON.stringify(RUN_PATH)};
+// The 200 has a content type per format: the typed JSON answer is the JSON media type's.
+type JsonMedia = \`\${string}/json\`;
 
 export async function eventsFor(baseUrl: string, key: string, browser: string) {
-  const client = createClient<paths>({ baseUrl, headers: { Authorization: \`Bearer \${key}\` } });
+  const client = createClient<paths, JsonMedia>({ baseUrl, headers: { Authorization: \`Bearer \${key}\` } });
   const { data, error, response } = await client.POST(PATH, {
     body: { variables: { browser, since: '2020-01-01', at_least: 1 }, refresh: 'force', limit: 2 },
   });
@@ -190,12 +212,26 @@ export async function eventsFor(baseUrl: string, key: string, browser: string) {
 }
 
 export async function refused(baseUrl: string, key: string) {
-  const client = createClient<paths>({ baseUrl, headers: { Authorization: \`Bearer \${key}\` } });
+  const client = createClient<paths, JsonMedia>({ baseUrl, headers: { Authorization: \`Bearer \${key}\` } });
   const { error, response } = await client.POST(PATH, { body: { variables: { browser: 'x', since: 'not a date', at_least: 1 } } });
   return { status: response.status, code: error?.code, attr: error?.attr };
 }
 
-export function wrongAtCompileTime(client: ReturnType<typeof createClient<paths>>) {
+export async function csvFor(baseUrl: string, key: string, browser: string) {
+  // The media type types the answer (text); parseAs reads it as text rather than JSON.
+  const client = createClient<paths, 'text/csv'>({ baseUrl, headers: { Authorization: \`Bearer \${key}\` } });
+  const { data, error, response } = await client.POST(PATH, {
+    body: { variables: { browser, since: '2020-01-01', at_least: 1 }, format: 'csv' },
+    parseAs: 'text',
+  });
+  if (error) throw new Error(\`\${response.status}\`);
+  const text: string = data;
+  return { type: response.headers.get('content-type'), text };
+}
+
+export function wrongAtCompileTime(client: ReturnType<typeof createClient<paths, JsonMedia>>) {
+  // @ts-expect-error format is one of json, csv, ndjson, parquet, arrow
+  void client.POST(PATH, { body: { variables: { browser: 'x', since: '2020-01-01', at_least: 1 }, format: 'xml' } });
   // @ts-expect-error every variable is required
   void client.POST(PATH, { body: { variables: { browser: 'x', since: '2020-01-01' } } });
   // @ts-expect-error browser is a string
@@ -222,6 +258,13 @@ export function wrongAtCompileTime(client: ReturnType<typeof createClient<paths>
     limit: 2,
   });
   t.same(direct.results, answer['rows'], 'the same rows as a plain run');
+  const csv = await client.csvFor(w.url, PERSONAL_API_KEY, 'Chrome');
+  t.equal(csv.type, 'text/csv; charset=utf-8');
+  t.equal(
+    csv.text,
+    ['event,n', ...expected.map((r) => r.join(','))].map((line) => `${line}\r\n`).join(''),
+    'the generated client reads format csv as text',
+  );
   t.same(await client.refused(w.url, PERSONAL_API_KEY), {
     status: 400,
     code: 'invalid_variable',
