@@ -4,13 +4,22 @@
  * endpoints, runs a SQL, a trends, a funnel and a retention endpoint and sees each as its chart, runs an ad-hoc
  * query and watches the counters, with no console error, no failed request, and data shown as text.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { launchBrowser, watchPage } from '../helpers/browser.ts';
 import { createEndpoint, runOk } from '../helpers/endpoints.ts';
 import { captureAll, createProject, ok } from '../helpers/query-api.ts';
-import { PERSONAL_API_KEY, post, PROJECT_API_KEY, request, startTestWeir } from '../helpers/weir.ts';
+import {
+  PERSONAL_API_KEY,
+  post,
+  PROJECT_API_KEY,
+  request,
+  spawnWeir,
+  startTestWeir,
+  tempDir,
+  waitFor,
+} from '../helpers/weir.ts';
 
 const w = await startTestWeir();
 t.teardown(() => w.close());
@@ -162,6 +171,37 @@ t.test('HEAD answers the headers of a GET; other methods are 405; unknown files 
     t.match(res.json, { type: 'not_found', code: 'not_found' });
   }
 });
+
+t.test(
+  'weir start with capture threads serves the console on its public port, headers and all',
+  async (t) => {
+    const dataDir = tempDir();
+    const spawned = await spawnWeir(dataDir, { WEIR_CAPTURE_THREADS: '1', WEIR_LOG_LEVEL: 'info' });
+    t.teardown(async () => {
+      spawned.child.kill('SIGTERM');
+      await spawned.exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+    // The first URL logged is the API's loopback port behind the threads; the public one comes with "weir is ready".
+    const url = await waitFor(
+      () =>
+        Promise.resolve(/"url":"(http:\/\/[^"]+)"[^\n]*"msg":"weir is ready"/.exec(spawned.output())?.[1]),
+      30_000,
+      'the public URL',
+    );
+    const html = await fetch(`${url}/console`);
+    t.equal(html.status, 200);
+    t.match(await html.text(), /<script type="module" src="\/console\/console.js">/);
+    t.match(html.headers.get('content-security-policy'), /^default-src 'self'/);
+    const chart = await fetch(`${url}/console/vendor/chart.umd.js`, {
+      headers: { 'accept-encoding': 'gzip' },
+    });
+    t.equal(chart.headers.get('content-encoding'), 'gzip');
+    t.match((await chart.text()).slice(0, 200), /Chart\.js v4/);
+    const again = await fetch(`${url}/console`, { headers: { 'if-none-match': html.headers.get('etag')! } });
+    t.equal(again.status, 304);
+  },
+);
 
 /** Evaluates `js` in the page (as text: the test's types have no DOM). */
 function inPage<T>(js: string): Promise<T> {
