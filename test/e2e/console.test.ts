@@ -7,7 +7,11 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
+import { loadConfig } from '../../src/config/config.ts';
+import { createLogger } from '../../src/core/logger.ts';
+import { startQueryRole } from '../../src/roles/query-role.ts';
 import { launchBrowser, watchPage } from '../helpers/browser.ts';
+import { startNatsServer } from '../helpers/nats-server.ts';
 import { createEndpoint, runOk } from '../helpers/endpoints.ts';
 import { captureAll, createProject, ok } from '../helpers/query-api.ts';
 import {
@@ -202,6 +206,30 @@ t.test(
     t.equal(again.status, 304);
   },
 );
+
+t.test('a weir query node serves the console too', async (t) => {
+  const nats = await startNatsServer();
+  t.teardown(() => nats.close());
+  const dataDir = tempDir();
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  // The files are static: a node whose store owner is away (nothing listens on port 9) still serves them.
+  const config = loadConfig({
+    WEIR_PORT: '0',
+    WEIR_DATA_DIR: dataDir,
+    WEIR_CATALOG: 'nats',
+    WEIR_NATS_URL: nats.url,
+    WEIR_STORE_URL: 'http://127.0.0.1:9',
+    WEIR_STORE_TOKEN: 'store-token-for-tests-0123456789',
+    WEIR_LOG_LEVEL: 'silent',
+  });
+  const node = await startQueryRole(config, createLogger(config.logLevel));
+  t.teardown(() => node.close());
+  for (const path of ['/console', '/console/console.js', '/console/vendor/chart.umd.js']) {
+    const res = await request(`${node.url}${path}`);
+    t.equal(res.status, 200, `${path} answers`);
+    t.match(res.headers.get('content-security-policy'), /^default-src 'self'/);
+  }
+});
 
 /** Evaluates `js` in the page (as text: the test's types have no DOM). */
 function inPage<T>(js: string): Promise<T> {
