@@ -95,7 +95,9 @@ export interface FlagsQuery {
  * the newest, `v=2` with the config.
  */
 export function flagsAnswer(token: string, query: FlagsQuery): JsonObject {
-  const neither = query.version === null && query.config === null;
+  // An empty parameter (`?v=`) is one not named, as PostHog reads it.
+  const named = (raw: string | null): string | null => (raw?.trim() ? raw : null);
+  const neither = named(query.version) === null && named(query.config) === null;
   const version = neither ? 2 : parseVersion(query.version);
   const withConfig = neither || isTrue(query.config);
   const flags: JsonObject = version >= 2 ? { flags: {} } : { featureFlags: {}, featureFlagPayloads: {} };
