@@ -195,3 +195,23 @@ for (const bundle of BUNDLES) {
     t.same(problems.errorResponses, [], 'no error answers');
   });
 }
+
+t.test('control: the watch sees a CORS refusal (an operations route has no CORS headers)', async (t) => {
+  const page = await openPage(browser);
+  t.teardown(() => page.browserContext().close());
+  const problems = watchPage(page);
+  await page.goto(`${site.url}/page/array.full.js`, { waitUntil: 'load' });
+  const outcome = await page.evaluate(
+    `fetch(${JSON.stringify(`${w.url}/_health`)}).then(() => 'read', (err) => 'refused: ' + err.message)`,
+  );
+  t.match(outcome, /^refused/, 'the page cannot read the answer');
+  await waitFor(
+    () => Promise.resolve(problems.consoleErrors.some((e) => /CORS/.test(e)) ? true : undefined),
+    5_000,
+    'the CORS console error',
+  );
+  t.ok(
+    problems.failedRequests.some((r) => r.includes('/_health')),
+    'and a failed request',
+  );
+});
