@@ -4,10 +4,14 @@ import { join } from 'node:path';
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../core/logger.ts';
 import {
+  READ_KINDS,
   StoreQueryError,
+  StoreThrottled,
   StoreWaitTimeout,
   type ParquetExporter,
+  type ReadKind,
   type Store,
+  type TableQueryOptions,
   type TableReader,
 } from '../core/ports.ts';
 import { PROPERTY_PARENTS, type PropertyCatalog, type PropertyParent } from '../core/property-catalog.ts';
@@ -24,9 +28,11 @@ import { objectBody, type JsonObject } from './json-input.ts';
  * to a request bearing it: the token is a store password (whoever holds it runs any SQL), for query nodes
  * alone. The public APIs never reach these routes; docs/scaling.md documents them.
  *
- * - `POST /_store/table` `{sql, params, maxWaitMs?}` → a ResultTable (`{columns, types, rows, statistics?}`).
+ * - `POST /_store/table` `{sql, params, maxWaitMs?, project?, kind?}` → a ResultTable (`{columns, types, rows,
+ *   statistics?}`); `project` and `kind` say whose read it is (TableQueryOptions).
  * - `POST /_store/rows` `{sql, params}` → `{rows}` (rows as objects: the property definitions' reload).
- * - `POST /_store/parquet` `{sql, params, maxWaitMs?}` → the result as Parquet bytes (a materialization).
+ * - `POST /_store/parquet` `{sql, params, maxWaitMs?, project?, kind?}` → the result as Parquet bytes (a
+ *   materialization).
  * - `POST /_store/property-type` `{projectId, type, name, propertyType}` → `{definition}` (null: no such
  *   property): a type set through a query node's API, applied by this process's definitions, which own them.
  *
@@ -71,7 +77,7 @@ export function registerStoreRoutes(app: TemplatedApp, deps: StoreRoutesDeps): v
       post: (req) => {
         authorised(req);
         const q = readQuery(req.body);
-        return engine(() => deps.store.queryTable(q.sql, q.params, { maxWaitMs: q.maxWaitMs })).then((r) =>
+        return engine(() => deps.store.queryTable(q.sql, q.params, q.options)).then((r) =>
           'status' in r ? r : { status: 200, body: r },
         );
       },
@@ -104,9 +110,7 @@ export function registerStoreRoutes(app: TemplatedApp, deps: StoreRoutesDeps): v
         await mkdir(deps.tmpDir, { recursive: true });
         const file = join(deps.tmpDir, `store-api-${process.pid}-${++nextFile}.parquet`);
         try {
-          const done = await engine(() =>
-            deps.store.exportParquet(q.sql, q.params, file, { maxWaitMs: q.maxWaitMs }),
-          );
+          const done = await engine(() => deps.store.exportParquet(q.sql, q.params, file, q.options));
           if (done !== undefined && 'status' in done) return done;
           // Whole in memory while it is sent: a materialization is held whole by the query nodes too.
           const data = await readFile(file);
@@ -156,18 +160,30 @@ export function registerStoreRoutes(app: TemplatedApp, deps: StoreRoutesDeps): v
 interface StoreQuery {
   readonly sql: string;
   readonly params: Record<string, unknown>;
-  readonly maxWaitMs: number | undefined;
+  readonly options: TableQueryOptions;
 }
 
 function readQuery(body: unknown): StoreQuery {
-  const q: JsonObject = objectBody(body, ['sql', 'params', 'maxWaitMs']);
-  const { sql, params, maxWaitMs } = q;
+  const q: JsonObject = objectBody(body, ['sql', 'params', 'maxWaitMs', 'project', 'kind']);
+  const { sql, params, maxWaitMs, project, kind } = q;
   if (typeof sql !== 'string') throw new AppError('invalid_input', { detail: "'sql' must be a string." });
   if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params)))
     throw new AppError('invalid_input', { detail: "'params' must be an object." });
   if (maxWaitMs !== undefined && (typeof maxWaitMs !== 'number' || !(maxWaitMs >= 0)))
     throw new AppError('invalid_input', { detail: "'maxWaitMs' must be a number of milliseconds." });
-  return { sql, params: (params ?? {}) as Record<string, unknown>, maxWaitMs };
+  if (project !== undefined && !Number.isSafeInteger(project))
+    throw new AppError('invalid_input', { detail: "'project' must be a project id." });
+  if (kind !== undefined && !READ_KINDS.includes(kind as ReadKind))
+    throw new AppError('invalid_input', { detail: `'kind' must be one of ${READ_KINDS.join(', ')}.` });
+  return {
+    sql,
+    params: (params ?? {}) as Record<string, unknown>,
+    options: {
+      maxWaitMs,
+      project: project as number | undefined,
+      kind: kind as ReadKind | undefined,
+    },
+  };
 }
 
 /** Runs the engine's part; its refusal as the 422 the query node turns back into the same StoreQueryError. */
@@ -184,6 +200,7 @@ async function engine<T>(run: () => Promise<T>): Promise<T | ApiResponse> {
           type: err.type,
           message: err.message,
           waitTimeout: err instanceof StoreWaitTimeout,
+          throttled: err instanceof StoreThrottled ? err.limit : undefined,
         },
       },
     };

@@ -119,6 +119,19 @@ export interface Config {
   readonly queryTimeoutSeconds: number;
   /** Queries one project's endpoint runs may execute at once; past it a run answers 429. @default 8 */
   readonly endpointRunConcurrency: number;
+  /**
+   * Ad-hoc queries (the query API) one project may have running or waiting for the store at once; one more
+   * answers 429 `throttled`. @default 4
+   */
+  readonly queryAdhocConcurrency: number;
+  /**
+   * Connections of the embedded store that reads (query API, endpoint runs, refreshes) run on side by side,
+   * apart from the store's own connection. Each running read holds a thread of Node's pool (4 unless
+   * UV_THREADPOOL_SIZE says otherwise), as the store's own call does. @default 2
+   */
+  readonly storeReaders: number;
+  /** Reads one project runs at once on the embedded store's reader connections. @default 1 */
+  readonly storeReadersPerProject: number;
   /** MiB of endpoint run results kept in memory for `refresh: cache`. @default 128 */
   readonly endpointCacheMb: number;
   /** Longest a graceful shutdown waits for in-flight work before giving up. @default 15000 */
@@ -409,6 +422,24 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     env: 'WEIR_ENDPOINT_RUN_CONCURRENCY',
     parse: int(1, 10_000),
     default: 8,
+  },
+  queryAdhocConcurrency: {
+    key: 'queryAdhocConcurrency',
+    env: 'WEIR_QUERY_ADHOC_CONCURRENCY',
+    parse: int(1, 10_000),
+    default: 4,
+  },
+  storeReaders: {
+    key: 'storeReaders',
+    env: 'WEIR_STORE_READERS',
+    parse: int(1, 64),
+    default: 2,
+  },
+  storeReadersPerProject: {
+    key: 'storeReadersPerProject',
+    env: 'WEIR_STORE_READERS_PER_PROJECT',
+    parse: int(1, 64),
+    default: 1,
   },
   endpointCacheMb: {
     key: 'endpointCacheMb',

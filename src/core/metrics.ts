@@ -142,7 +142,32 @@ export class Metrics {
   });
   readonly storeEngineWaiting = new Gauge({
     name: 'weir_store_engine_waiting',
-    help: 'Calls to the embedded engine (chDB) waiting for their turn: it runs one statement at a time.',
+    help: "The embedded store's own calls to chDB (applying the commit log, ingest's lookups, DDL) waiting for their turn on its connection.",
+    registers: [this.registry],
+  });
+  readonly storeReadsWaiting = new Gauge({
+    name: 'weir_store_reads_waiting',
+    help: 'Reads of the embedded store (query API, endpoint runs, materialization refreshes) waiting for a reader connection, by kind.',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+  readonly storeReadsRunning = new Gauge({
+    name: 'weir_store_reads_running',
+    help: 'Reads of the embedded store running on its reader connections, by kind.',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+  readonly storeReadWait = new Histogram({
+    name: 'weir_store_read_wait_seconds',
+    help: 'How long a read of the embedded store waited for a reader connection, by kind.',
+    labelNames: ['kind'],
+    buckets: [0.001, 0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly storeReadsRefused = new Counter({
+    name: 'weir_store_reads_refused_total',
+    help: "Reads refused unrun: 'adhoc_limit' (the project's ad-hoc queries at WEIR_QUERY_ADHOC_CONCURRENCY, 429) or 'wait_timeout' (waited past the query's time limit, 504).",
+    labelNames: ['kind', 'reason'],
     registers: [this.registry],
   });
   readonly storeApplyDuration = new Histogram({

@@ -130,10 +130,21 @@ export interface ParquetExporter {
 export interface TableQueryOptions {
   /**
    * How long the query may wait for an engine busy with other work before it is given up unrun, failing
-   * with a StoreWaitTimeout. Only a store whose engine runs one query at a time (chDB) makes queries wait.
+   * with a StoreWaitTimeout. Only the embedded store (chDB, a few reads at once) makes queries wait.
    */
   readonly maxWaitMs?: number;
+  /** The project the read is for: the embedded store takes waiting reads project by project, in turn. */
+  readonly project?: number;
+  /** What the read is for: an ad-hoc query's share of the store is capped (StoreThrottled). @default 'endpoint' */
+  readonly kind?: ReadKind;
 }
+
+/**
+ * Who a read of the store is for: a query of the query API (`adhoc`), an endpoint run on raw data
+ * (`endpoint`), or a materialization's refresh (`materialize`).
+ */
+export type ReadKind = 'adhoc' | 'endpoint' | 'materialize';
+export const READ_KINDS: readonly ReadKind[] = ['adhoc', 'endpoint', 'materialize'];
 
 /** The engine refused or stopped a query: its error, converted once at the store's edge. */
 export class StoreQueryError extends Error {
@@ -147,6 +158,20 @@ export class StoreQueryError extends Error {
     this.name = 'StoreQueryError';
     this.code = code;
     this.type = type;
+  }
+}
+
+/**
+ * The query was refused unrun: its project already has its limit of ad-hoc queries running or waiting for the
+ * store. `limit` names the setting, for the caller's detail.
+ */
+export class StoreThrottled extends StoreQueryError {
+  readonly limit: string;
+
+  constructor(message: string, limit: string) {
+    super(202, 'TOO_MANY_SIMULTANEOUS_QUERIES', message);
+    this.name = 'StoreThrottled';
+    this.limit = limit;
   }
 }
 

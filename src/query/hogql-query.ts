@@ -2,7 +2,7 @@
  * One ad-hoc query in the dialect (PostHog's `HogQLQuery`): parse → resolve → bind variables → print
  * ClickHouse SQL → run on the store, confined to one project. What the query API answers.
  */
-import type { ResultTable, TableReader } from '../core/ports.ts';
+import type { ReadKind, ResultTable, TableReader } from '../core/ports.ts';
 import type { PropertyDefinitions, PropertyTypes } from '../core/property-types.ts';
 import { AppError } from '../errors/app-error.ts';
 import { queryFailure } from './clickhouse/errors.ts';
@@ -56,6 +56,8 @@ export interface HogQLQueryDeps {
   readonly database?: string;
   /** The projects' property types; without them every property reads as text. */
   readonly properties?: PropertyDefinitions;
+  /** What the run is for, as the store shares itself out. @default 'adhoc' in runHogQLQuery, else 'endpoint' */
+  readonly kind?: ReadKind;
 }
 
 /**
@@ -91,7 +93,7 @@ export async function runHogQLQuery(
   const compiled = compileQuery(input.query, deps.database, deps.properties?.forProject(projectId));
   clock.lap('./compile');
   const bound = bindVariables(compiled.resolved.variables, input.variables, input.types);
-  return runCompiledQuery(compiled, bound, projectId, deps, clock);
+  return runCompiledQuery(compiled, bound, projectId, { ...deps, kind: deps.kind ?? 'adhoc' }, clock);
 }
 
 /** A parsed query and its resolution, as `compileQuery` makes them (or a rewrite of both, kept in step). */
@@ -104,7 +106,7 @@ export interface CompiledQuery {
  * Runs a compiled query with its variables bound: prints the ClickHouse SQL (the run's limits in its
  * SETTINGS clause), runs it on the store and answers the result with `hogql` (the tree as text, values
  * inlined), `clickhouse` and `timings`. 400 `query_limit_exceeded`, 504 `timeout` or `invalid_query` when the
- * store refuses or stops it.
+ * store refuses or stops it; 429 `throttled` when the project has its limit of ad-hoc queries under way.
  */
 export async function runCompiledQuery(
   compiled: CompiledQuery,
@@ -130,6 +132,8 @@ export async function runCompiledQuery(
     // Waiting for the engine (busy with other queries) counts against the run's limit as running does.
     table = await deps.store.queryTable(printed.sql, printed.params, {
       maxWaitMs: limits.maxExecutionSeconds * 1000,
+      project: projectId,
+      kind: deps.kind ?? 'endpoint',
     });
   } catch (err) {
     throw queryFailure(err, limits);

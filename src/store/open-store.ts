@@ -41,6 +41,7 @@ export async function openStore(
         requestTimeoutMs: config.queryTimeoutSeconds * 10 * 1000 + 30_000,
         // Beside the data directory's other files, as the embedded store keeps it beside its commit log.
         rejectedFile: join(config.dataDir, 'rejected.jsonl'),
+        adhocPerProject: config.queryAdhocConcurrency,
       },
       deps,
       options,

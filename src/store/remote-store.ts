@@ -4,6 +4,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { pipeline } from 'node:stream/promises';
 import {
   StoreQueryError,
+  StoreThrottled,
   StoreWaitTimeout,
   type ParquetExporter,
   type ResultTable,
@@ -54,7 +55,7 @@ export class RemoteStore implements TableReader, ParquetExporter, Pick<Store, 'q
   ): Promise<ResultTable> {
     const res = await this.#post(
       'table',
-      { sql, params, maxWaitMs: options.maxWaitMs },
+      { sql, params, maxWaitMs: options.maxWaitMs, project: options.project, kind: options.kind },
       this.#config.timeoutMs,
     );
     return JSON.parse((await readAll(res)).toString('utf8')) as ResultTable;
@@ -80,7 +81,7 @@ export class RemoteStore implements TableReader, ParquetExporter, Pick<Store, 'q
   ): Promise<void> {
     const res = await this.#post(
       'parquet',
-      { sql, params, maxWaitMs: options.maxWaitMs },
+      { sql, params, maxWaitMs: options.maxWaitMs, project: options.project, kind: options.kind },
       this.#config.exportTimeoutMs,
     );
     await pipeline(res, createWriteStream(path));
@@ -154,6 +155,7 @@ export class RemoteStore implements TableReader, ParquetExporter, Pick<Store, 'q
   #refusal(status: number, text: string): Error {
     if (status === 422) {
       const e = (JSON.parse(text) as { store_error: StoreErrorBody }).store_error;
+      if (e.throttled !== undefined) return new StoreThrottled(e.message, e.throttled);
       return e.waitTimeout ? new StoreWaitTimeout(e.message) : new StoreQueryError(e.code, e.type, e.message);
     }
     if (status === 401)
@@ -179,6 +181,8 @@ interface StoreErrorBody {
   readonly type: string;
   readonly message: string;
   readonly waitTimeout: boolean;
+  /** The limit that refused the read (StoreThrottled); absent from an owner before it. */
+  readonly throttled?: string;
 }
 
 function unreachable(why: string): AppError {

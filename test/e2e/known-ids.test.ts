@@ -117,7 +117,10 @@ t.test("a new user's event is answered while a long query holds the engine", asy
   await waitFor(
     async () => {
       const text = await (await fetch(`${w.url}/metrics`)).text();
-      return Number(/^weir_store_engine_waiting (\S+)$/m.exec(text)?.[1] ?? 0) >= 1 ? true : undefined;
+      // A project's reads run one at a time: the second waits for a reader connection.
+      return Number(/^weir_store_reads_waiting\{kind="adhoc"\} (\S+)$/m.exec(text)?.[1] ?? 0) >= 1
+        ? true
+        : undefined;
     },
     20_000,
     'one query running and one waiting for the engine',

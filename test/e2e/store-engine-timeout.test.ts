@@ -1,13 +1,14 @@
 /**
  * A query that waits for the embedded engine (busy with the queries ahead of it) for longer than the run's
  * time limit is given up when its turn comes, without running: its caller has been answered 504, and running
- * it would only hold up the queries behind it.
+ * it would only hold up the queries behind it. (One project's reads run one at a time by default,
+ * WEIR_STORE_READERS_PER_PROJECT; its ad-hoc limit is raised here so that they queue rather than are refused.)
  */
 import t from 'tap';
 import { queryApi } from '../helpers/query-api.ts';
 import { PROJECT_API_KEY, post, startTestWeir } from '../helpers/weir.ts';
 
-const w = await startTestWeir({ WEIR_QUERY_TIMEOUT_SECONDS: '1' });
+const w = await startTestWeir({ WEIR_QUERY_TIMEOUT_SECONDS: '1', WEIR_QUERY_ADHOC_CONCURRENCY: '100' });
 t.teardown(() => w.close());
 
 /**
@@ -34,7 +35,8 @@ t.test('a query that waits for the engine past its time limit is answered 504 an
     statuses.every((s) => s === 200 || s === 504),
     `each query is answered 200 or 504 (${statuses.join(' ')})`,
   );
-  t.equal(statuses[0], 200, 'the first query ran');
+  // Run, not given up: answered, or stopped by its own limit on a machine too busy to finish it in 1 s.
+  t.notMatch(answers[0]!.text, /was not run/, `the first query ran: ${answers[0]!.text.slice(0, 300)}`);
   const givenUp = answers.filter((a) => a.status === 504 && /was not run/.test(a.text));
   t.ok(
     givenUp.length > 0,

@@ -1,5 +1,10 @@
 import t from 'tap';
-import { ChdbGate } from '../../src/store/embedded/chdb-gate.ts';
+import {
+  ChdbGate,
+  EngineThrottled,
+  EngineWaitTimeout,
+  ReaderGate,
+} from '../../src/store/embedded/chdb-gate.ts';
 
 /** A call the test finishes by hand, recording when it started. */
 function controlled(log: string[], name: string): { work: () => Promise<string>; finish: () => void } {
@@ -149,3 +154,171 @@ t.test('a clear that fails is owed: the next call clears first, and fails if it 
   t.same(log, ['clear refused', 'clear refused again', 'clear ok', 'after', 'clean']);
   t.equal(gate.waiting, 0);
 });
+
+/** A read the test finishes by hand, recording the connection it started on. */
+function read(log: string[], name: string): { work: (slot: number) => Promise<string>; finish: () => void } {
+  const c = controlled(log, name);
+  return {
+    work: async (slot) => {
+      log.push(`${name} on ${slot}`);
+      return c.work();
+    },
+    finish: c.finish,
+  };
+}
+
+t.test('reader gate: reads run side by side, one connection each, up to the connections', async (t) => {
+  const log: string[] = [];
+  const gate = new ReaderGate({ connections: 2 });
+  const [a, b, c] = [read(log, 'a'), read(log, 'b'), read(log, 'c')];
+  const results = [
+    gate.run({ project: 1, kind: 'endpoint' }, a.work),
+    gate.run({ project: 2, kind: 'endpoint' }, b.work),
+    gate.run({ project: 3, kind: 'endpoint' }, c.work),
+  ];
+  await turn();
+  t.same(log, ['a on 0', 'start a', 'b on 1', 'start b'], 'two run at once, on different connections');
+  t.equal(gate.waiting, 1);
+  b.finish();
+  await turn();
+  t.same(log.slice(4), ['c on 1', 'start c'], 'the freed connection takes the next read');
+  a.finish();
+  c.finish();
+  t.same(await Promise.all(results), ['a', 'b', 'c']);
+  t.equal(gate.waiting, 0);
+});
+
+t.test("reader gate: projects take turns, so one project's queue does not hold up another's", async (t) => {
+  const log: string[] = [];
+  const gate = new ReaderGate({ connections: 1 });
+  const first = read(log, 'A1');
+  const reads = [first, read(log, 'A2'), read(log, 'A3'), read(log, 'A4')];
+  const done = reads.map((r) => gate.run({ project: 1, kind: 'adhoc' }, r.work));
+  const b1 = read(log, 'B1');
+  const b2 = read(log, 'B2');
+  const c1 = read(log, 'C1');
+  done.push(gate.run({ project: 2, kind: 'adhoc' }, b1.work));
+  done.push(gate.run({ project: 2, kind: 'endpoint' }, b2.work));
+  done.push(gate.run({ project: 3, kind: 'endpoint' }, c1.work));
+  await turn();
+  for (const r of [first, b1, c1, reads[1]!, b2, reads[2]!, reads[3]!]) {
+    r.finish();
+    await turn();
+  }
+  await Promise.all(done);
+  t.same(
+    log.filter((l) => l.startsWith('start')).map((l) => l.slice(6)),
+    ['A1', 'B1', 'C1', 'A2', 'B2', 'A3', 'A4'],
+    'A, B and C in turn, each in its own arrival order (without turns: A1 A2 A3 A4 B1 B2 C1)',
+  );
+});
+
+t.test('reader gate: a project runs at most its share at once; other projects take the rest', async (t) => {
+  const log: string[] = [];
+  const gate = new ReaderGate({ connections: 2, perProject: 1 });
+  const heavy = read(log, 'A heavy');
+  const a2 = read(log, 'A second');
+  const b = [read(log, 'B1'), read(log, 'B2'), read(log, 'B3')];
+  const heavyDone = gate.run({ project: 1, kind: 'adhoc' }, heavy.work);
+  const a2Done = gate.run({ project: 1, kind: 'adhoc' }, a2.work);
+  await turn();
+  t.same(log, ['A heavy on 0', 'start A heavy'], "A's second read waits though a connection is free");
+  for (const r of b) {
+    const done = gate.run({ project: 2, kind: 'adhoc' }, r.work);
+    await turn();
+    t.ok(log.includes(`start ${r === b[0] ? 'B1' : r === b[1] ? 'B2' : 'B3'}`), 'B runs at once, beside A');
+    r.finish();
+    await done;
+  }
+  t.notOk(log.includes('start A second'), "and A's second read still waits for its first");
+  heavy.finish();
+  await heavyDone;
+  await turn();
+  t.ok(log.includes('start A second'));
+  a2.finish();
+  await a2Done;
+});
+
+t.test("reader gate: a project's ad-hoc reads past its limit are refused at once", async (t) => {
+  const refused: string[] = [];
+  const gate = new ReaderGate({
+    connections: 3,
+    adhocPerProject: 2,
+    observer: { refused: (kind, reason) => refused.push(`${kind} ${reason}`) },
+  });
+  const log: string[] = [];
+  const [a, b] = [read(log, 'a'), read(log, 'b')];
+  const running = [
+    gate.run({ project: 1, kind: 'adhoc' }, a.work),
+    gate.run({ project: 1, kind: 'adhoc' }, b.work),
+  ];
+  const third = gate.run({ project: 1, kind: 'adhoc' }, () => Promise.resolve('ran'));
+  await t.rejects(third, EngineThrottled);
+  await t.rejects(
+    third,
+    /project 1 already has 2 ad-hoc queries running or waiting .*WEIR_QUERY_ADHOC_CONCURRENCY/,
+  );
+  t.equal(
+    await gate.run({ project: 2, kind: 'adhoc' }, () => Promise.resolve('other')),
+    'other',
+    'not another project',
+  );
+  a.finish();
+  b.finish();
+  await Promise.all(running);
+  const endpoint = gate.run({ project: 1, kind: 'endpoint' }, () => Promise.resolve('endpoint'));
+  t.equal(await endpoint, 'endpoint', 'nor an endpoint run');
+  t.equal(
+    await gate.run({ project: 1, kind: 'adhoc' }, () => Promise.resolve('again')),
+    'again',
+    'a place comes back when a query ends',
+  );
+  t.same(refused, ['adhoc adhoc_limit']);
+});
+
+t.test('reader gate: a read that waited past its limit is given up unrun; metrics hear of it', async (t) => {
+  let now = 0;
+  const changes: string[] = [];
+  const waits: string[] = [];
+  const gate = new ReaderGate({
+    connections: 1,
+    now: () => now,
+    observer: {
+      changed: (w, r) =>
+        changes.push(`w${w.adhoc + w.endpoint + w.materialize} r${r.adhoc + r.endpoint + r.materialize}`),
+      waited: (kind, ms) => waits.push(`${kind} ${ms}`),
+    },
+  });
+  const log: string[] = [];
+  const first = read(log, 'first');
+  const firstDone = gate.run({ project: 1, kind: 'endpoint' }, first.work);
+  const late = gate.run({ project: 2, kind: 'materialize', maxWaitMs: 1000 }, () => Promise.resolve('late'));
+  const patient = gate.run({ project: 3, kind: 'adhoc', maxWaitMs: 5000 }, () => Promise.resolve('patient'));
+  now = 1200;
+  first.finish();
+  await firstDone;
+  await t.rejects(late, EngineWaitTimeout);
+  t.equal(await patient, 'patient');
+  t.same(waits, ['endpoint 0', 'materialize 1200', 'adhoc 1200']);
+  t.equal(changes.at(-1), 'w0 r0');
+});
+
+t.test(
+  'reader gate: a failed read clears its own connection before that connection runs again',
+  async (t) => {
+    const cleared: number[] = [];
+    const gate = new ReaderGate({ connections: 2, clear: (slot) => Promise.resolve(cleared.push(slot)) });
+    const log: string[] = [];
+    const holding = read(log, 'holding');
+    const held = gate.run({ project: 1, kind: 'endpoint' }, holding.work);
+    await t.rejects(
+      gate.run({ project: 2, kind: 'endpoint' }, () => Promise.reject(new Error('engine said no'))),
+      /engine said no/,
+    );
+    t.same(cleared, [1], 'the failed read’s connection, not the other');
+    t.equal(await gate.run({ project: 2, kind: 'endpoint' }, (slot) => Promise.resolve(slot)), 1);
+    t.same(cleared, [1], 'nothing is cleared after a read that succeeds');
+    holding.finish();
+    await held;
+  },
+);

@@ -1,4 +1,4 @@
-import { StoreQueryError, StoreWaitTimeout } from '../../core/ports.ts';
+import { StoreQueryError, StoreThrottled, StoreWaitTimeout } from '../../core/ports.ts';
 import { AppError } from '../../errors/app-error.ts';
 import type { QueryLimits } from './printer.ts';
 
@@ -54,6 +54,13 @@ const SERVER_TYPES = new Set([
  */
 export function queryFailure(err: unknown, limits: QueryLimits): unknown {
   if (!(err instanceof StoreQueryError)) return err;
+  if (err instanceof StoreThrottled) {
+    return new AppError('throttled', {
+      detail: `The query was not run: ${err.message}. Retry after the time in Retry-After, or when one of them has answered.`,
+      retryAfterSeconds: 1,
+      cause: err,
+    });
+  }
   if (err instanceof StoreWaitTimeout) {
     return new AppError('timeout', {
       detail: `The query ${err.message}, and was not run; try again when fewer queries run at once.`,

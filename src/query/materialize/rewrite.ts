@@ -110,7 +110,10 @@ export async function describeMaterialization(
   projectId: number,
 ): Promise<ServingPlan> {
   const { sql, params } = materializationSql(plan, projectId);
-  const described = await reader.queryTable(`DESCRIBE TABLE (${sql})`, params);
+  const described = await reader.queryTable(`DESCRIBE TABLE (${sql})`, params, {
+    project: projectId,
+    kind: 'materialize',
+  });
   const type = described.columns.indexOf('type');
   return withStoredTypes(
     plan.serving,

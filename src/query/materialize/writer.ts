@@ -77,6 +77,8 @@ export class MaterializationWriter {
     try {
       await store.exportParquet(`${sql} SETTINGS ${settings(this.#config.limits)}`, params, file, {
         maxWaitMs: this.#config.limits.maxExecutionSeconds * 1000,
+        project: target.projectId,
+        kind: 'materialize',
       });
       const bytes = (await stat(file)).size;
       const rows = await parquetRows(file);

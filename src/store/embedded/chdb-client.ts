@@ -2,10 +2,11 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { createClient, parseError, type ClickHouseClient } from '@clickhouse/client';
 import { Session } from 'chdb';
 import { createChdbConnection } from 'chdb/connection';
 import {
+  StoreThrottled,
   StoreWaitTimeout,
   type ParquetExporter,
   type ResultTable,
@@ -16,13 +17,18 @@ import {
 } from '../../core/ports.ts';
 import { columnList, exactIntegers, INSERT_SETTINGS, sqlString } from '../sql.ts';
 import { toStoreQueryError } from '../store-errors.ts';
-import { ChdbGate, EngineWaitTimeout } from './chdb-gate.ts';
+import {
+  ChdbGate,
+  EngineThrottled,
+  EngineWaitTimeout,
+  ReaderGate,
+  type ReaderGateObserver,
+} from './chdb-gate.ts';
 
 type ChConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];
 
 /** chDB's own query call: runs off the main thread; its errors carry the engine's code as `clickhouseCode`. */
 type ChdbQuery = (sql: string, options: { format: string }) => Promise<unknown>;
-type ChdbBoundQuery = (sql: string, params: Record<string, unknown>) => Promise<void>;
 
 /**
  * How the embedded store inserts a block of JSONEachRow bytes: written to a file of its own, then read by the
@@ -99,49 +105,68 @@ export function embeddedMergeThreads(cores: number): number {
   return Math.min(2, Math.max(1, cores - 1));
 }
 
+/** How the engine's reads are shared: see ReaderGate. */
+export interface ChdbReadOptions {
+  /** Connections reads run on, side by side. @default 2 */
+  readonly readers?: number;
+  /** Reads one project runs at once. @default 1 */
+  readonly readersPerProject?: number;
+  /** Ad-hoc queries one project has running or waiting; one more is refused. @default 4 */
+  readonly adhocPerProject?: number;
+  readonly observer?: ReaderGateObserver;
+}
+
 /**
  * The chDB engine in this process, through `@clickhouse/client` over `chdb/connection`: the embedded store's
- * engine (under its commit log, logged-store.ts), and tests' and benchmarks' direct way to the engine. Every
- * engine call waits its turn at one gate (chDB runs one statement at a time); inserts of whole blocks go in
- * from a file. The client's and chDB's types stay in here.
+ * engine (under its commit log, logged-store.ts), and tests' and benchmarks' direct way to the engine. The
+ * store's own calls (inserts, lookups, statements) wait their turn at one gate on one connection; reads (the
+ * query API, endpoint runs, materialization refreshes) run side by side on connections of their own, behind
+ * the reader gate (fair between projects). Inserts of whole blocks go in from a file. The client's and
+ * chDB's types stay in here.
  */
 export class ChdbClient implements TableReader, ParquetExporter {
   readonly #client: ClickHouseClient;
   readonly #fileInserts: FileInserts;
-  /** Every engine call waits its turn here, not on a thread of Node's pool. */
+  /** Every call of the store's own waits its turn here, not on a thread of Node's pool. */
   readonly #gate: ChdbGate;
   /** The connection that configured the engine (see `open`), closed last. */
   readonly #engine: Session;
-  /** Runs a statement with bound parameters that writes its own output file. */
-  readonly #outfile: ChdbBoundQuery;
+  /** The connections reads run on, one read each at a time, handed out by `#readerGate`. */
+  readonly #readers: readonly Session[];
+  readonly #readerGate: ReaderGate;
+  /** Reader connections whose session settings are made (`#read`). */
+  readonly #readersReady: boolean[] = [];
 
   private constructor(
     client: ClickHouseClient,
     fileInserts: FileInserts,
     gate: ChdbGate,
     engine: Session,
-    outfile: ChdbBoundQuery,
+    readers: readonly Session[],
+    readerGate: ReaderGate,
   ) {
     this.#client = client;
     this.#fileInserts = fileInserts;
     this.#gate = gate;
     this.#engine = engine;
-    this.#outfile = outfile;
+    this.#readers = readers;
+    this.#readerGate = readerGate;
   }
 
   /**
    * Opens the engine on the data directory `path` (chDB's own, not Weir's). `onEngineWaiting` hears how many
-   * engine calls wait for their turn (see ChdbGate).
+   * of the store's own calls wait for their turn (see ChdbGate); `reads` shapes the reader connections.
    */
   static open(
     path: string,
-    options: { readonly onEngineWaiting?: (waiting: number) => void } = {},
+    options: { readonly onEngineWaiting?: (waiting: number) => void; readonly reads?: ChdbReadOptions } = {},
   ): ChdbClient {
     // chDB configures its engine from the first connection to a data directory, and `chdb/connection` opens
     // its own without engine arguments: this session carries them, and stays open as long as the store.
     const engine = new Session(path, {
       connectionArgs: [`--background_pool_size=${embeddedMergeThreads(availableParallelism())}`],
     });
+    const readers: Session[] = [];
     try {
       const connection = createChdbConnection({ path });
       // chdb ships its own copy of clickhouse-js's Connection types; the shapes are the same.
@@ -156,12 +181,18 @@ export class ChdbClient implements TableReader, ParquetExporter {
       const fileInserts = new FileInserts(join(path, 'weir-inserts'), (sql, options) =>
         gate.run('store', () => chdb.queryAsync(sql, options)),
       );
-      // The connection's own calls take no parameters; the engine's session does, on the same engine. It
-      // serves only statements that write their own output file, so nothing it answers is ever read.
-      const outfile: ChdbBoundQuery = (sql, params) =>
-        engine.queryBindAsync(sql, params, { format: 'CSV' }).then(() => undefined);
-      return new ChdbClient(client, fileInserts, gate, engine, outfile);
+      const reads = options.reads ?? {};
+      for (let i = 0; i < Math.max(1, reads.readers ?? 2); i++) readers.push(new Session(path));
+      const readerGate = new ReaderGate({
+        connections: readers.length,
+        perProject: reads.readersPerProject ?? 1,
+        adhocPerProject: reads.adhocPerProject ?? 4,
+        observer: reads.observer,
+        clear: (slot) => readers[slot]!.queryAsync('SELECT 1 FORMAT Null', { format: 'CSV' }),
+      });
+      return new ChdbClient(client, fileInserts, gate, engine, readers, readerGate);
     } catch (err) {
+      for (const r of readers) r.close();
       engine.close();
       throw err;
     }
@@ -212,6 +243,7 @@ export class ChdbClient implements TableReader, ParquetExporter {
     );
   }
 
+  /** The store's own query (a lookup, a read of its bookkeeping): on the store's connection, before reads. */
   async query<T = Row>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
     const rs = await this.#gate.run('store', () =>
       this.#client.query({ query: sql, query_params: exactIntegers(params), format: 'JSONEachRow' }),
@@ -220,33 +252,28 @@ export class ChdbClient implements TableReader, ParquetExporter {
   }
 
   /**
-   * Runs one SELECT and returns it as a table. JSONCompactEachRowWithNamesAndTypes: names and types, then rows
-   * as arrays. (chDB 3.4 writes JSONCompact out of order for an empty result WITH TOTALS; this format has no
-   * totals, and the resolver refuses WITH TOTALS.) A reader's query: the store's own work goes first (see
-   * ChdbGate).
+   * Runs one SELECT and returns it as a table, on a reader connection (see ReaderGate).
+   * JSONCompactEachRowWithNamesAndTypes: names and types, then rows as arrays. (chDB 3.4 writes JSONCompact
+   * out of order for an empty result WITH TOTALS; this format has no totals, and the resolver refuses WITH
+   * TOTALS.)
    */
   async queryTable(
     sql: string,
     params: Record<string, unknown>,
     options: TableQueryOptions = {},
   ): Promise<ResultTable> {
-    let lines: unknown[][];
+    let text: string;
     try {
-      const rs = await this.#gate.run(
-        'reader',
-        () =>
-          this.#client.query({
-            query: sql,
-            query_params: exactIntegers(params),
-            format: 'JSONCompactEachRowWithNamesAndTypes',
-          }),
-        options.maxWaitMs,
+      text = await this.#read(
+        options,
+        (session) =>
+          session.queryAsync(sql, { format: 'JSONCompactEachRowWithNamesAndTypes' }).then((r) => r.text()),
+        params,
       );
-      lines = await rs.json<unknown[]>();
     } catch (err) {
       throw toEmbeddedQueryError(err);
     }
-    const [columns = [], types = [], ...rows] = lines;
+    const [columns = [], types = [], ...rows] = jsonLines(text);
     return { columns: columns.map(String), types: types.map(String), rows };
   }
 
@@ -261,14 +288,46 @@ export class ChdbClient implements TableReader, ParquetExporter {
     options: TableQueryOptions = {},
   ): Promise<void> {
     try {
-      await this.#gate.run(
-        'reader',
-        () => this.#outfile(`${sql} INTO OUTFILE ${sqlString(path)} FORMAT Parquet`, exactIntegers(params)),
-        options.maxWaitMs,
+      await this.#read(
+        { kind: 'materialize', ...options },
+        (session) =>
+          session.queryAsync(`${sql} INTO OUTFILE ${sqlString(path)} FORMAT Parquet`, { format: 'CSV' }),
+        params,
       );
     } catch (err) {
       throw toEmbeddedQueryError(err);
     }
+  }
+
+  /**
+   * One read on a reader connection when its turn comes. Its parameters are set on that connection first
+   * (`SET param_…`) and the statement runs with none: chdb-node runs every statement with bound parameters
+   * in one process-wide line (its binding is not safe across connections), which would put reads back one at
+   * a time. Set on a connection, they stay on it (bench/results/engine-side-by-side.md).
+   */
+  #read<T>(
+    options: TableQueryOptions,
+    run: (session: Session) => Promise<T>,
+    params: Record<string, unknown>,
+  ): Promise<T> {
+    const set = setParams(exactIntegers(params));
+    return this.#readerGate.run(
+      {
+        project: options.project ?? projectOf(params),
+        kind: options.kind ?? 'endpoint',
+        maxWaitMs: options.maxWaitMs,
+      },
+      async (slot) => {
+        const session = this.#readers[slot]!;
+        if (!this.#readersReady[slot]) {
+          // A long list variable makes a long SET; the query's own length Weir bounds before it gets here.
+          await session.queryAsync(`SET max_query_size = ${MAX_SET_BYTES}`, { format: 'CSV' });
+          this.#readersReady[slot] = true;
+        }
+        if (set) await session.queryAsync(set, { format: 'CSV' });
+        return run(session);
+      },
+    );
   }
 
   async command(sql: string): Promise<void> {
@@ -279,13 +338,89 @@ export class ChdbClient implements TableReader, ParquetExporter {
     try {
       await this.#client.close();
     } finally {
+      for (const r of this.#readers) r.close();
       this.#engine.close();
     }
   }
 }
 
-/** A wait for the gate given up as the store's timeout; the engine's own errors as StoreQueryError. */
+/** The longest statement a reader connection parses: a SET of a read's parameters may be long. */
+const MAX_SET_BYTES = 64 * 1024 * 1024;
+
+/** The project a printed query is confined to (its `weir_project` parameter), when the caller did not say. */
+function projectOf(params: Record<string, unknown>): number | undefined {
+  const p = params['weir_project'];
+  return typeof p === 'number' ? p : typeof p === 'bigint' ? Number(p) : undefined;
+}
+
+/** The lines of a JSON-lines answer, each parsed. */
+function jsonLines(text: string): unknown[][] {
+  const out: unknown[][] = [];
+  let at = 0;
+  while (at < text.length) {
+    let end = text.indexOf('\n', at);
+    if (end === -1) end = text.length;
+    if (end > at) out.push(JSON.parse(text.slice(at, end)) as unknown[]);
+    at = end + 1;
+  }
+  return out;
+}
+
+/**
+ * `SET param_a = '…', …` for a read's parameters, or undefined for none. Each value in ClickHouse's escaped
+ * text form, as chdb-node's binding sends it (a string escaped, other values as literals), given as a string.
+ * The reader connections take statements of up to MAX_SET_BYTES.
+ */
+export function setParams(params: Record<string, unknown>): string | undefined {
+  const entries = Object.entries(params);
+  if (entries.length === 0) return undefined;
+  return `SET ${entries.map(([k, v]) => `param_${k} = ${sqlString(paramText(v))}`).join(', ')}`;
+}
+
+function paramText(value: unknown): string {
+  if (value === null || value === undefined) return '\\N';
+  if (typeof value === 'string') return escaped(value, TEXT_ESCAPES);
+  return literal(value);
+}
+
+/** A value as a ClickHouse literal: what a parameter of a non-string type is read from. */
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'string') return `'${escaped(value, LITERAL_ESCAPES)}'`;
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new TypeError(`cannot bind the number ${value}`);
+    return String(value);
+  }
+  if (Array.isArray(value)) return `[${value.map(literal).join(', ')}]`;
+  throw new TypeError(`cannot bind a value of type ${typeof value}`);
+}
+
+const TEXT_ESCAPES: Readonly<Record<string, string>> = {
+  '\\': '\\\\',
+  '\0': '\\0',
+  '\b': '\\b',
+  '\f': '\\f',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+};
+const LITERAL_ESCAPES: Readonly<Record<string, string>> = { ...TEXT_ESCAPES, "'": "\\'" };
+
+function escaped(s: string, table: Readonly<Record<string, string>>): string {
+  return s.replace(/[\\\0\b\f\n\r\t']/g, (c) => table[c] ?? c);
+}
+
+/**
+ * A wait for a gate given up as the store's timeout, a refused ad-hoc query as StoreThrottled; the engine's own
+ * errors (chDB's, on a reader connection, or the client's) as StoreQueryError.
+ */
 function toEmbeddedQueryError(err: unknown): unknown {
   if (err instanceof EngineWaitTimeout) return new StoreWaitTimeout(err.message);
+  if (err instanceof EngineThrottled) return new StoreThrottled(err.message, 'WEIR_QUERY_ADHOC_CONCURRENCY');
+  const code = (err as { clickhouseCode?: unknown }).clickhouseCode;
+  // chDB's own errors carry the engine's message as the client's would; read them as the client reads them.
+  if (err instanceof Error && typeof code === 'number') return toStoreQueryError(parseError(err.message));
   return toStoreQueryError(err);
 }

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { READ_KINDS } from '../../core/ports.ts';
 import { migrate } from '../migrate.ts';
 import { ChdbClient } from './chdb-client.ts';
 import { LoggedStore, type LoggedStoreDeps } from './logged-store.ts';
@@ -8,6 +9,12 @@ export interface EmbeddedStoreConfig {
   readonly storeFsync: boolean;
   readonly storeMaxPendingMb: number;
   readonly storeApplyIntervalMs: number;
+  /** Reader connections (ChdbReadOptions). @default 2 */
+  readonly storeReaders?: number;
+  /** @default 1 */
+  readonly storeReadersPerProject?: number;
+  /** @default 4 */
+  readonly queryAdhocConcurrency?: number;
 }
 
 /**
@@ -19,8 +26,24 @@ export async function openEmbeddedStore(
   config: EmbeddedStoreConfig,
   deps: LoggedStoreDeps,
 ): Promise<LoggedStore> {
+  const { metrics } = deps;
   const inner = ChdbClient.open(join(config.dataDir, 'chdb'), {
-    onEngineWaiting: (n) => deps.metrics.storeEngineWaiting.set(n),
+    onEngineWaiting: (n) => metrics.storeEngineWaiting.set(n),
+    reads: {
+      readers: config.storeReaders ?? 2,
+      readersPerProject: config.storeReadersPerProject ?? 1,
+      adhocPerProject: config.queryAdhocConcurrency ?? 4,
+      observer: {
+        changed: (waiting, running) => {
+          for (const kind of READ_KINDS) {
+            metrics.storeReadsWaiting.set({ kind }, waiting[kind]);
+            metrics.storeReadsRunning.set({ kind }, running[kind]);
+          }
+        },
+        waited: (kind, ms) => metrics.storeReadWait.observe({ kind }, ms / 1000),
+        refused: (kind, reason) => metrics.storeReadsRefused.inc({ kind, reason }),
+      },
+    },
   });
   try {
     await migrate(inner, deps.logger);

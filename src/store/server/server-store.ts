@@ -16,6 +16,7 @@ import type {
   TableReader,
   Values,
 } from '../../core/ports.ts';
+import { AdhocLimit } from '../adhoc-limit.ts';
 import { jsonArrayParts, jsonMemberParts, JsonRowEncoder, valuesAsRow } from '../json-rows.ts';
 import { migrate } from '../migrate.ts';
 import { CheckedInserts, type InsertTarget } from '../refused-rows.ts';
@@ -43,6 +44,8 @@ export interface ServerStoreConfig {
    * event bodies).
    */
   readonly rejectedFile?: string;
+  /** Ad-hoc queries one project may have running at once (AdhocLimit). @default 4 */
+  readonly adhocPerProject?: number;
 }
 
 export interface ServerStoreDeps {
@@ -79,6 +82,7 @@ export class ServerStore implements Store, TableReader, ParquetExporter {
   readonly #encoder = new JsonRowEncoder();
   readonly #inserts: CheckedInserts;
   readonly #retry: RequestRetry;
+  readonly #adhoc: AdhocLimit;
   /** Settings of every insert: the shared ones, and on a cluster a Distributed insert that waits for shards. */
   readonly #insertSettings: Record<string, string | number>;
   /** Settings of every query: on a cluster, a subquery over a Distributed table is sent to every shard. */
@@ -90,6 +94,9 @@ export class ServerStore implements Store, TableReader, ParquetExporter {
     this.#config = config;
     this.#deps = deps;
     this.#retry = new RequestRetry({}, deps);
+    this.#adhoc = new AdhocLimit(config.adhocPerProject ?? 4, () =>
+      deps.metrics.storeReadsRefused.inc({ kind: 'adhoc', reason: 'adhoc_limit' }),
+    );
     this.#inserts = new CheckedInserts({
       insert: (table, data, token, columns) => this.#insertBlock(table, data, token, columns),
       refuse: (target, line, err) => this.#refuse(target, line, err),
@@ -292,13 +299,20 @@ export class ServerStore implements Store, TableReader, ParquetExporter {
     }
   }
 
-  /** One SELECT as a table: JSONCompactEachRowWithNamesAndTypes (names, types, then rows as arrays). */
+  /**
+   * One SELECT as a table: JSONCompactEachRowWithNamesAndTypes (names, types, then rows as arrays). An ad-hoc
+   * query past its project's limit is refused unrun (StoreThrottled).
+   */
   async queryTable(
     sql: string,
     params: Record<string, unknown>,
-    // A server queues nothing here: `maxWaitMs` is for a store that runs one query at a time.
-    _options: TableQueryOptions = {},
+    // A server queues nothing here: `maxWaitMs` is for the embedded store, whose reads wait for a connection.
+    options: TableQueryOptions = {},
   ): Promise<ResultTable> {
+    const release =
+      options.kind === 'adhoc' && options.project !== undefined
+        ? this.#adhoc.take(options.project)
+        : undefined;
     const end = this.#deps.metrics.storeQueryDuration.startTimer();
     try {
       const lines = await this.#retry.run('query', async () => {
@@ -314,6 +328,7 @@ export class ServerStore implements Store, TableReader, ParquetExporter {
       return { columns: columns.map(String), types: types.map(String), rows };
     } finally {
       end();
+      release?.();
     }
   }
 
