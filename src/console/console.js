@@ -359,6 +359,13 @@ function runForm(route, endpoint, openapi, charts) {
     ['cache', 'force', 'direct'].map((r) => h('option', { value: r }, r)),
   );
   const debug = h('input', { type: 'checkbox', name: 'debug', id: 'debug' });
+  // A SQL endpoint's answer comes in pages; an insight answers its whole table.
+  const paged = endpoint.query.kind === 'HogQLQuery';
+  const page = paged
+    ? ['limit', 'offset'].map((name) =>
+        h('input', { type: 'number', min: '0', step: '1', id: name, class: 'short' }),
+      )
+    : [];
   const button = h('button', { type: 'submit', id: 'run' }, 'Run');
   const area = h('div', { class: 'result-area', id: 'result' });
   const form = h(
@@ -377,6 +384,7 @@ function runForm(route, endpoint, openapi, charts) {
       { class: 'options' },
       h('label', null, 'refresh ', refresh),
       h('label', null, debug, ' debug (the query as it ran)'),
+      page.map((input) => h('label', null, `${input.id} `, input)),
       button,
     ),
   );
@@ -385,6 +393,7 @@ function runForm(route, endpoint, openapi, charts) {
     const body = { refresh: refresh.value };
     if (debug.checked) body.debug = true;
     if (route.version !== undefined) body.version = route.version;
+    for (const input of page) if (input.value !== '') body[input.id] = Number(input.value);
     try {
       const values = {};
       for (const f of fields) {

@@ -374,8 +374,20 @@ t.test('a SQL endpoint: its query, its OpenAPI description, a run as bars and a 
 
   await page.click('#debug');
   await page.select('#refresh', 'force');
+  await page.type('#limit', '2');
+  await page.type('#offset', '1');
   await run();
-  t.match(await inPage(`document.querySelector('#result-meta').textContent`), /computed now/);
+  t.match(
+    await inPage(`document.querySelector('#result-meta').textContent`),
+    /^2 rows · more rows exist · .*computed now/,
+  );
+  t.same(
+    await inPage<string[]>(
+      `[...document.querySelectorAll('#result .table-box tbody tr')].map((tr) => tr.cells[0].textContent)`,
+    ),
+    api.results.slice(1, 3).map((r) => String(r[0])),
+    'limit and offset: the second page of two',
+  );
   t.match(await inPage(`document.querySelector('#result details.debug pre').textContent`), /SELECT/);
 });
 
