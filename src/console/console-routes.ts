@@ -14,17 +14,17 @@ import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
 import { Reply, type Headers } from '../http/uws.ts';
 
-/** The console's own files, by the path they are served at under `/console/`. */
-const OWN_FILES: Readonly<Record<string, string>> = {
-  'console.js': 'console.js',
-  'api.js': 'api.js',
-  'dom.js': 'dom.js',
-  'charts.js': 'charts.js',
-  'results.js': 'results.js',
-  'metrics.js': 'metrics.js',
-  'console.css': 'console.css',
-  'favicon.svg': 'favicon.svg',
-};
+/** The console's own files, beside this module, served under `/console/` by their names. */
+const OWN_FILES = [
+  'console.js',
+  'api.js',
+  'dom.js',
+  'charts.js',
+  'results.js',
+  'metrics.js',
+  'console.css',
+  'favicon.svg',
+] as const;
 
 /** Where Chart.js's UMD build is served; index.html loads it before the modules, which read `window.Chart`. */
 export const CHART_PATH = '/console/vendor/chart.umd.js';
@@ -65,9 +65,9 @@ export function registerConsoleRoutes(app: TemplatedApp, deps: ConsoleDeps): voi
   const here = import.meta.dirname;
   const page = staticFile(readFileSync(join(here, 'index.html')), TYPES['html']!);
   const files = new Map<string, StaticFile>();
-  for (const [path, name] of Object.entries(OWN_FILES)) {
+  for (const name of OWN_FILES) {
     const ext = name.slice(name.lastIndexOf('.') + 1);
-    files.set(`/console/${path}`, staticFile(readFileSync(join(here, name)), TYPES[ext]!));
+    files.set(`/console/${name}`, staticFile(readFileSync(join(here, name)), TYPES[ext]!));
   }
   const chart = chartJs();
   if (chart === undefined)
