@@ -190,7 +190,7 @@ t.test(
     const url = await waitFor(
       () =>
         Promise.resolve(/"url":"(http:\/\/[^"]+)"[^\n]*"msg":"weir is ready"/.exec(spawned.output())?.[1]),
-      30_000,
+      60_000,
       'the public URL',
     );
     const html = await fetch(`${url}/console`);
