@@ -303,7 +303,9 @@ export class ChdbClient implements TableReader, ParquetExporter {
    * One read on a reader connection when its turn comes. Its parameters are set on that connection first
    * (`SET param_…`) and the statement runs with none: chdb-node runs every statement with bound parameters
    * in one process-wide line (its binding is not safe across connections), which would put reads back one at
-   * a time. Set on a connection, they stay on it (bench/results/engine-side-by-side.md).
+   * a time. Set on a connection, they stay on it (bench/results/engine-side-by-side.md), also after the read:
+   * a statement naming a parameter its `params` lack would read a value an earlier read set there, so callers
+   * pass every parameter they print (the printer binds each one it prints).
    */
   #read<T>(
     options: TableQueryOptions,
