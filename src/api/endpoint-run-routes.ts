@@ -48,7 +48,7 @@ function memorable(answer: RunAnswer, catalog: Catalog): ApiResponse {
  * A run's answer in a format other than JSON: the rows alone, and what the JSON answer says beside them in
  * headers (`Weir-Has-More` is how a client pages).
  */
-function encoded(format: Exclude<OutputFormat, 'json'>, table: RunTable): ApiResponse {
+function encoded(format: Exclude<OutputFormat, 'json'>, table: RunTable): ApiResponse | Promise<ApiResponse> {
   const headers: Record<string, string> = {
     'Weir-Has-More': String(table.hasMore),
     'Weir-Endpoint-Version': String(table.version),

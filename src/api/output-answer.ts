@@ -30,12 +30,15 @@ export function readFormat(value: unknown): OutputFormat {
   return value;
 }
 
-/** The 200 of a result in a format other than JSON, with `headers` beside its content type. */
+/**
+ * The 200 of a result in a format other than JSON, with `headers` beside its content type: at once for the
+ * formats written a piece at a time, once made for Parquet.
+ */
 export function encodedAnswer(
   format: Exclude<OutputFormat, 'json'>,
   result: TabularResult,
   headers: Readonly<Record<string, string>>,
-): ApiResponse {
+): ApiResponse | Promise<ApiResponse> {
   const contentType = CONTENT_TYPES[format];
   switch (format) {
     case 'csv':
@@ -44,13 +47,11 @@ export function encodedAnswer(
       return { status: 200, headers, pieces: { next: ndjsonPieces(result), contentType } };
     case 'arrow':
       return { status: 200, headers, pieces: { next: arrowStreamPieces(result), contentType } };
-    case 'parquet': {
-      const bytes = parquetBytes(result);
-      return {
+    case 'parquet':
+      return parquetBytes(result).then((bytes) => ({
         status: 200,
         headers,
         bytes: { data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), contentType },
-      };
-    }
+      }));
   }
 }

@@ -121,7 +121,7 @@ t.test('ClickHouse types map to Arrow types', (t) => {
   t.end();
 });
 
-t.test('values read back exactly from Arrow and from Parquet', (t) => {
+t.test('values read back exactly from Arrow and from Parquet', async (t) => {
   const result: TabularResult = {
     columns: ['big', 'neg', 'ns', 'us', 'before', 'd', 'f', 'list', 'b', 'inf'],
     types: [
@@ -154,7 +154,7 @@ t.test('values read back exactly from Arrow and from Parquet', (t) => {
   };
   for (const [format, bytes] of [
     ['arrow', arrowStreamBytes(result)],
-    ['parquet', readParquet(parquetBytes(result)).intoIPCStream()],
+    ['parquet', readParquet(await parquetBytes(result)).intoIPCStream()],
   ] as const) {
     const table = tableFromIPC(bytes);
     const row = (i: number) => table.schema.fields.map((f) => table.getChild(f.name)!.get(i) as unknown);
@@ -177,7 +177,6 @@ t.test('values read back exactly from Arrow and from Parquet', (t) => {
     t.equal(first[9], Number.POSITIVE_INFINITY, `${format}: ClickHouse's inf`);
     t.same(row(1), [null, 5n, null, null, null, null, null, null, null, null], `${format}: NULLs`);
   }
-  t.end();
 });
 
 t.test('the Arrow stream: the schema, a piece per batch, the end marker', (t) => {

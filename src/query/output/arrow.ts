@@ -44,8 +44,11 @@ import {
 import { baseType } from '../materialize/values.ts';
 import { distinctNames, type BodyPieces, type TabularResult } from './formats.ts';
 
-/** Rows in one record batch: a batch is encoded and sent before the next is made. */
-export const BATCH_ROWS = 65_536;
+/**
+ * Rows in one record batch: a batch is made and sent before the next is made, and the main thread does
+ * nothing else while it makes one, so a batch is kept short.
+ */
+export const BATCH_ROWS = 16_384;
 
 /** How one column's values become Arrow data. */
 interface ColumnEncoder {
