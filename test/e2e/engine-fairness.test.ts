@@ -58,8 +58,8 @@ t.test(
       'the materialization',
     );
 
-    // Its table read into the query actors' memory first: a first run reads and decodes the Parquet object,
-    // CPU work that shares the cores with A's query (seconds on a 2-core machine; see
+    // A first run: the process's first materialized run starts the query actor's Parquet decoder, CPU work
+    // that shares the cores with A's query (seconds on a 2-core machine; see
     // bench/results/engine-side-by-side.md), though it never waits for the engine.
     t.equal((await runEndpoint(w, 'events-by-name', { refresh: 'force' })).status, 200);
 
