@@ -1,9 +1,9 @@
 /**
  * One project's heavy query does not stall the others (issue 31). Project A runs an ad-hoc query that holds
  * the embedded engine until its time limit; meanwhile project B's light queries are answered, capture keeps
- * storing events, a materialized run answers, and A's ad-hoc queries past its limit are refused 429
- * `throttled`. With one reader connection (WEIR_STORE_READERS=1), B's first query waits for A's to end and
- * this test fails.
+ * storing events, materialized runs answer (their tables in memory or not), B's materialization is refreshed,
+ * and A's ad-hoc queries past its limit are refused 429 `throttled`. With one reader connection
+ * (WEIR_STORE_READERS=1), B's first query waits for A's to end and this test fails.
  */
 import t from 'tap';
 import { createEndpoint, endpointsApi, hogql, runEndpoint } from '../helpers/endpoints.ts';
@@ -30,6 +30,23 @@ async function metric(pattern: RegExp): Promise<number> {
   return m ? Number(m[1]) : 0;
 }
 
+/** The materialization of `name` once it is completed (after `after`, when given); its time. */
+async function materialized(name: string, project: number, after?: string): Promise<string> {
+  return waitFor(
+    async () => {
+      const e = (await endpointsApi(w, 'GET', `${name}/`, undefined, { project })).json as {
+        materialization: { status: string; last_materialized_at: string | null };
+      };
+      const m = e.materialization;
+      return m.status === 'completed' && m.last_materialized_at !== after
+        ? m.last_materialized_at!
+        : undefined;
+    },
+    30_000,
+    `the materialization of ${name}`,
+  );
+}
+
 function capture(distinctId: string): Promise<HttpResult> {
   return post(
     `${w.url}/i/v0/e/`,
@@ -42,21 +59,20 @@ t.test(
   async (t) => {
     const b = await createProject(w, 'B');
     t.equal((await capture('seed')).status, 200);
+    const byName = hogql('SELECT event, count() AS n FROM events GROUP BY event ORDER BY event');
+    await createEndpoint(w, { name: 'events-by-name', query: byName, is_materialized: true });
     await createEndpoint(w, {
-      name: 'events-by-name',
-      query: hogql('SELECT event, count() AS n FROM events GROUP BY event ORDER BY event'),
+      name: 'events-by-id',
+      query: hogql('SELECT distinct_id, count() AS n FROM events GROUP BY distinct_id'),
       is_materialized: true,
     });
-    await waitFor(
-      async () => {
-        const e = (await endpointsApi(w, 'GET', 'events-by-name/')).json as {
-          materialization: { status: string };
-        };
-        return e.materialization.status === 'completed' ? true : undefined;
-      },
-      30_000,
-      'the materialization',
-    );
+    await createEndpoint(w, { name: 'b-events', query: byName, is_materialized: true }, { project: b });
+    for (const [name, project] of [
+      ['events-by-name', 1],
+      ['events-by-id', 1],
+      ['b-events', b],
+    ] as const)
+      await materialized(name, project);
 
     // A first run: the process's first materialized run starts the query actor's Parquet decoder, CPU work
     // that shares the cores with A's query (seconds on a 2-core machine; see
@@ -129,6 +145,20 @@ t.test(
     t.equal(run.status, 200, run.text.slice(0, 200));
     t.match(run.json, { endpoint_materialized: true });
     t.ok(runMs < LIGHT_BOUND_MS, `the materialized run answered in ${runMs} ms`);
+    // So is one whose table is not in memory yet: it is read from object storage, not the engine.
+    const t3 = performance.now();
+    const cold = await runEndpoint(w, 'events-by-id', { refresh: 'force' });
+    const coldMs = Math.round(performance.now() - t3);
+    t.match(cold.json, { endpoint_materialized: true }, cold.text.slice(0, 200));
+    t.ok(coldMs < LIGHT_BOUND_MS, `a run reading its table from object storage answered in ${coldMs} ms`);
+
+    // B's materialization is refreshed on the engine's other connection.
+    const t4 = performance.now();
+    const before = await materialized('b-events', b);
+    t.equal((await endpointsApi(w, 'POST', 'b-events/materialize', undefined, { project: b })).status, 202);
+    await materialized('b-events', b, before);
+    const refreshMs = Math.round(performance.now() - t4);
+    t.ok(refreshMs < 2 * LIGHT_BOUND_MS, `B's refresh was done in ${refreshMs} ms`);
 
     t.equal(heavyEnded, undefined, "and all of that while A's heavy query still ran");
     const heavyRes = await heavy;
