@@ -147,6 +147,11 @@ export interface Trend {
   readonly slopeBytesPerMinute: number;
   /** The slope in % of the window's mean per minute; the soak passes when it is at most 1. */
   readonly percentPerMinute: number;
+  /**
+   * The slope's standard error in the same unit: how far sample-to-sample noise alone moves it. A short
+   * window's slope is mostly noise; this says how much.
+   */
+  readonly standardErrorPercent: number;
 }
 
 /**
@@ -173,6 +178,9 @@ export function memoryTrend(
     sxx += (p.x - meanX) ** 2;
   }
   const slope = sxx === 0 ? 0 : sxy / sxx;
+  let residuals = 0;
+  for (const p of points) residuals += (p.y - meanY - slope * (p.x - meanX)) ** 2;
+  const standardError = sxx === 0 ? 0 : Math.sqrt(residuals / (n - 2) / sxx);
   return {
     from: points[0]!.x * 60,
     to: points[n - 1]!.x * 60,
@@ -180,5 +188,6 @@ export function memoryTrend(
     meanBytes: meanY,
     slopeBytesPerMinute: slope,
     percentPerMinute: (slope / meanY) * 100,
+    standardErrorPercent: (standardError / meanY) * 100,
   };
 }

@@ -5,6 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { CONTENDED_CORES } from '../capture/machine-load.ts';
 import { memoryPlot } from './memory-plot.ts';
 import type { Trend } from './memory.ts';
 import type { SoakOptions } from './options.ts';
@@ -39,7 +40,8 @@ export function passed(bus: BusResult): boolean {
 function trendLine(name: string, trend: Trend | undefined): string {
   if (trend === undefined) return `- ${name}: too few samples for a trend`;
   return (
-    `- ${name}: ${trend.percentPerMinute >= 0 ? '+' : ''}${trend.percentPerMinute.toFixed(2)}% of its mean per minute ` +
+    `- ${name}: ${trend.percentPerMinute >= 0 ? '+' : ''}${trend.percentPerMinute.toFixed(2)}% ` +
+    `± ${trend.standardErrorPercent.toFixed(2)} (standard error) of its mean per minute ` +
     `(${(trend.slopeBytesPerMinute / MB).toFixed(2)} MB/min around ${mb(trend.meanBytes)}; least squares over ` +
     `${trend.samples} samples from ${Math.round(trend.from)} s to ${Math.round(trend.to)} s of the soak)`
   );
@@ -110,7 +112,11 @@ function busSection(bus: BusResult, files: { svg: string; json: string }, sample
     '',
     `Weir ${cores(bus.weirCpuCores)} cores${bus.natsCpuCores === undefined ? '' : `, nats-server ${cores(bus.natsCpuCores)}`}; ` +
       `other processes on the machine ${cores(bus.otherCpuCores)} cores, hypervisor steal ${cores(bus.stealCpuCores)} ` +
-      '(over the soak; the generators and the runner are not "other").',
+      '(over the soak; the generators and the runner are not "other").' +
+      ((bus.otherCpuCores ?? 0) + (bus.stealCpuCores ?? 0) > CONTENDED_CORES
+        ? ' **Contended**: other work shared the cores, so the max rates found and the latencies are the ' +
+          "machine's that moment, not Weir's alone."
+        : ''),
     '',
     '### Memory',
     '',

@@ -38,6 +38,8 @@ t.test('the trend is the least-squares slope in % of the mean per minute, over t
   t.ok(Math.abs(trend.slopeBytesPerMinute / MB - 5) < 1e-9);
   t.ok(Math.abs(trend.meanBytes / MB - 512.5) < 1e-9);
   t.ok(Math.abs(trend.percentPerMinute - (5 / 512.5) * 100) < 1e-9);
+  // On a straight line noise moves nothing.
+  t.ok(trend.standardErrorPercent < 1e-9);
   t.end();
 });
 
@@ -47,6 +49,15 @@ t.test('flat memory with noise has a trend near zero; falling memory a negative 
     0,
   );
   t.ok(flat !== undefined && Math.abs(flat.percentPerMinute) < 0.2);
+  t.ok(flat !== undefined && flat.standardErrorPercent > 0);
+  // The same noise over a tenth of the time: the slope is far less certain.
+  const short = memoryTrend(
+    Array.from({ length: 30 }, (_, i) => sample(i, 600 + (i % 2 === 0 ? 8 : -8))),
+    0,
+  );
+  t.ok(
+    short !== undefined && flat !== undefined && short.standardErrorPercent > 5 * flat.standardErrorPercent,
+  );
   const falling = memoryTrend(
     Array.from({ length: 10 }, (_, i) => sample(i * 10, 700 - i)),
     0,
