@@ -91,6 +91,13 @@ function busSection(bus: BusResult, files: { svg: string; json: string }, sample
     '| mode | probe req/s | max sustained req/s | taken as max | soak rate req/s | search steps (req/s) |',
     '| --- | --: | --: | --: | --: | --- |',
     ...searchRows,
+    ...(bus.maxRates.some((m) => m.sustained === undefined)
+      ? [
+          '',
+          'Where no step held, half the probe is taken as the max: the rate run is then a guess, not a share ' +
+            'of a measured capacity, and the soak should be run again on a quieter machine.',
+        ]
+      : []),
     '',
     '### Load',
     '',
