@@ -14,6 +14,12 @@ export interface MemorySample {
   /** VmRSS of Weir's process; RssAnon is the part no file backs (heaps, chDB's arenas). */
   readonly rssBytes: number | undefined;
   readonly rssAnonBytes: number | undefined;
+  /**
+   * The resident part of the `[heap]` mapping: glibc malloc's main arena (native allocations of Node and its
+   * addons), apart from V8's heap and other anonymous maps — where to look when RssAnon grows and the JS heap
+   * does not.
+   */
+  readonly brkHeapBytes: number | undefined;
   /** From /metrics (prom-client's default metrics); undefined when the scrape failed. */
   readonly heapUsedBytes: number | undefined;
   readonly heapTotalBytes: number | undefined;
@@ -33,6 +39,19 @@ export function residentMemory(pid: number): { rss: number | undefined; anon: nu
     return { rss: kib('VmRSS'), anon: kib('RssAnon') };
   } catch {
     return { rss: undefined, anon: undefined };
+  }
+}
+
+/** The resident bytes of a process's `[heap]` mapping, from /proc/PID/smaps (undefined when unreadable). */
+export function brkHeapResident(pid: number): number | undefined {
+  try {
+    const smaps = readFileSync(`/proc/${pid}/smaps`, 'utf8');
+    const at = smaps.search(/ \[heap\]\n/);
+    if (at < 0) return 0;
+    const m = /^Rss:\s+(\d+) kB/m.exec(smaps.slice(at));
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -133,7 +152,14 @@ export class MemorySampler {
     const heap = await heapFigures(this.#baseUrl);
     this.#raw.push({
       at,
-      sample: { phase, rssBytes: rss, rssAnonBytes: anon, natsRssBytes: nats, ...heap },
+      sample: {
+        phase,
+        rssBytes: rss,
+        rssAnonBytes: anon,
+        brkHeapBytes: brkHeapResident(this.#pid),
+        natsRssBytes: nats,
+        ...heap,
+      },
     });
   }
 }

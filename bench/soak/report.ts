@@ -129,11 +129,15 @@ function busSection(bus: BusResult, files: { svg: string; json: string }, sample
     '',
     `Resident memory at the soak's start ${mb(first?.rssBytes)}, at its end ${mb(last?.rssBytes)}, ` +
       `lowest ${mb(rss.length ? Math.min(...rss) : undefined)}, highest ${mb(rss.length ? Math.max(...rss) : undefined)}; ` +
-      `JS heap used ${mb(first?.heapUsedBytes)} → ${mb(last?.heapUsedBytes)}` +
+      `of it anonymous (RssAnon) ${mb(first?.rssAnonBytes)} → ${mb(last?.rssAnonBytes)}, malloc's main heap ` +
+      `(\`[heap]\`) ${mb(first?.brkHeapBytes)} → ${mb(last?.brkHeapBytes)}; ` +
+      `JS heap used ${mb(first?.heapUsedBytes)} → ${mb(last?.heapUsedBytes)}, ` +
+      `Node's external memory (Buffers) ${mb(first?.externalBytes)} → ${mb(last?.externalBytes)}` +
       `${last?.natsRssBytes === undefined ? '' : `; nats-server resident ${mb(first?.natsRssBytes)} → ${mb(last.natsRssBytes)}`}.`,
     '',
     trendLine('resident memory (VmRSS, every thread)', bus.trend),
     trendLine('anonymous resident memory (RssAnon: heaps and arenas, no mapped files)', bus.anonTrend),
+    trendLine("malloc's main heap ([heap])", bus.brkTrend),
     trendLine('JS heap used', bus.heapTrend),
     '',
     `Plot: [${basename(files.svg)}](${basename(files.svg)}); samples every ${sampleSeconds} s: [${basename(files.json)}](${basename(files.json)}).`,
@@ -212,6 +216,7 @@ export function writeSoakReport(results: SoakResults): WrittenFiles {
           soakSeconds: b.soakSeconds,
           trend: b.trend,
           anonTrend: b.anonTrend,
+          brkTrend: b.brkTrend,
           heapTrend: b.heapTrend,
           samples: b.samples,
         })),

@@ -73,6 +73,7 @@ export interface BusResult {
   readonly samples: readonly MemorySample[];
   readonly trend: Trend | undefined;
   readonly anonTrend: Trend | undefined;
+  readonly brkTrend: Trend | undefined;
   readonly heapTrend: Trend | undefined;
   readonly log: ServerLog;
   readonly exit: number | string;
@@ -80,7 +81,10 @@ export interface BusResult {
 }
 
 /** What the soak measured while Weir ran; the memory verdict and the log come once it has stopped. */
-type Measured = Omit<BusResult, 'samples' | 'trend' | 'anonTrend' | 'heapTrend' | 'log' | 'exit' | 'checks'>;
+type Measured = Omit<
+  BusResult,
+  'samples' | 'trend' | 'anonTrend' | 'brkTrend' | 'heapTrend' | 'log' | 'exit' | 'checks'
+>;
 
 export interface SoakContext {
   readonly options: SoakOptions;
@@ -181,6 +185,7 @@ export async function soakBus(ctx: SoakContext, bus: SoakBus): Promise<BusResult
     const from = measured.soakSeconds - Math.min(TREND_WINDOW_S, measured.soakSeconds / 2);
     const trend = memoryTrend(samples, from);
     const anonTrend = memoryTrend(samples, from, (s) => s.rssAnonBytes);
+    const brkTrend = memoryTrend(samples, from, (s) => s.brkHeapBytes);
     const heapTrend = memoryTrend(samples, from, (s) => s.heapUsedBytes);
     const { stored } = measured;
     const checks = {
@@ -193,7 +198,7 @@ export async function soakBus(ctx: SoakContext, bus: SoakBus): Promise<BusResult
         measured.weir.insertErrors === 0,
       memory: trend !== undefined && trend.percentPerMinute <= MAX_TREND_PERCENT_PER_MINUTE,
     };
-    return { ...measured, samples, trend, anonTrend, heapTrend, log: weir.log(), exit, checks };
+    return { ...measured, samples, trend, anonTrend, brkTrend, heapTrend, log: weir.log(), exit, checks };
   } finally {
     await nats?.stop();
   }

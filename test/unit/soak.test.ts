@@ -3,7 +3,7 @@
  * gets (so a keep-alive timeout does not lose requests), a mode's runs added up, and its flags.
  */
 import t from 'tap';
-import { memoryTrend, type MemorySample } from '../../bench/soak/memory.ts';
+import { brkHeapResident, memoryTrend, residentMemory, type MemorySample } from '../../bench/soak/memory.ts';
 import { parseSoakOptions } from '../../bench/soak/options.ts';
 import { connectionsFor, totals, type SoakRun } from '../../bench/soak/soak-load.ts';
 
@@ -15,6 +15,7 @@ function sample(t: number, rssMb: number, phase: MemorySample['phase'] = 'soak')
     phase,
     rssBytes: rssMb * MB,
     rssAnonBytes: undefined,
+    brkHeapBytes: undefined,
     heapUsedBytes: undefined,
     heapTotalBytes: undefined,
     externalBytes: undefined,
@@ -140,3 +141,17 @@ t.test('flags: defaults by whether nats-server is on PATH, and a wrong one named
   t.match(short, { minutes: 1, buses: ['embedded'], out: '/tmp/x.md' });
   t.end();
 });
+
+t.test(
+  "this process's resident memory and its malloc heap read from /proc",
+  { skip: process.platform !== 'linux' },
+  (t) => {
+    const { rss, anon } = residentMemory(process.pid);
+    t.ok(rss !== undefined && rss > 10 * MB);
+    t.ok(anon !== undefined && anon <= rss!);
+    const brk = brkHeapResident(process.pid);
+    t.ok(brk !== undefined && brk >= 0 && brk <= rss!);
+    t.same(residentMemory(2 ** 22 + 1), { rss: undefined, anon: undefined });
+    t.end();
+  },
+);
