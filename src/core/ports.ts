@@ -22,8 +22,8 @@ export type Row = Record<string, unknown>;
 
 /**
  * A row as its values alone, in the order of a column list given with it (ClickHouse's JSONCompactEachRow).
- * Ingest writes event rows this way: the JSON text of a row is ~40% shorter than as an object (no names), and
- * making it took ingest's main thread ~1.2 µs less an event (bench/results/single-event-latency.md, session 16).
+ * Ingest writes event rows this way: the JSON text of a row is much shorter than as an object (no names), and
+ * cheaper to make (bench/results/single-event-latency.md).
  */
 export type Values = readonly unknown[];
 

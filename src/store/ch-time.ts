@@ -10,9 +10,8 @@ const pad3 = (n: number): string => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${
 /**
  * ClickHouse's DateTime64 text form of a millisecond timestamp ('YYYY-MM-DD hh:mm:ss.mmm', UTC). Hot: it runs
  * twice per stored event, so the text up to the minute is kept (formatChTime) and the rest is two lookups
- * rather than a Date and an ISO string per call; and the last two texts are kept, because the events of a request
- * share their `created_at`, and events without a timestamp share it as their `timestamp` too (each text is
- * a handful of concatenated strings, a fifteenth of what ingest allocated per event in batch mode).
+ * rather than a Date and an ISO string per call; and the last two texts are kept, because the events of a
+ * request share their `created_at`, and events without a timestamp share it as their `timestamp` too.
  */
 export function chTime(ms: number): string {
   if (!Number.isInteger(ms)) ms = Math.floor(ms);

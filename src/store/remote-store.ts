@@ -112,8 +112,8 @@ export class RemoteStore implements TableReader, ParquetExporter, Pick<Store, 'q
 
   /**
    * POSTs to the store API and resolves with a 200's response, its body unread; any other answer is thrown
-   * as what it means here. `node:http` with a keep-alive agent rather than `fetch`: fetch spent ~1.8 ms of CPU
-   * per request against ~0.6 ms here, paid on every direct run (bench/results/query-node.md).
+   * as what it means here. `node:http` with a keep-alive agent rather than `fetch`: fetch spent several times
+   * the CPU per request, paid on every direct run (bench/results/query-node.md).
    */
   #post(route: string, body: unknown, timeoutMs: number): Promise<IncomingMessage> {
     const data = Buffer.from(JSON.stringify(body));

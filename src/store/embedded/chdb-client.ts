@@ -33,10 +33,9 @@ type ChdbQuery = (sql: string, options: { format: string }) => Promise<unknown>;
 /**
  * How the embedded store inserts a block of JSONEachRow bytes: written to a file of its own, then read by the
  * engine with `INSERT … FROM INFILE`. chDB's passthrough insert (`rawInsert`, the bytes inline after the
- * statement) cost ~5 µs more engine CPU per event row than the same bytes read from a file (7.7-9.0 against
- * 2.2-3.3 µs a row, 5,000-row blocks of event rows, measured on this project's 2-core machine, 2026-11-22)
- * — a sixth of all the CPU an event costs. The file is only a hand-over: the commit log holds the durable
- * copy, so it is not synced, and it is removed once the insert ends.
+ * statement) cost the engine several times the CPU per event row of the same bytes read from a file, a large
+ * share of all an event costs (bench/results/design-notes.md). The file is only a hand-over: the commit log
+ * holds the durable copy, so it is not synced, and it is removed once the insert ends.
  */
 class FileInserts {
   readonly #dir: string;

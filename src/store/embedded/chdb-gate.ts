@@ -40,11 +40,11 @@ interface Waiting {
  * Node's libuv pool, which it holds while it waits for the engine. So:
  * - ingest's person lookups, and the commit log's apply, queued behind every query of the query API and of
  *   endpoint runs that came before them, and capture, which answers once ingest has stored its events, waited
- *   for all of those queries. Measured: a first-seen user's single event took 1.2-1.6 s (3.5 s once) while six
- *   queries of ~0.3 s each were queued; with the gate, 0.1 s (2-core machine, 2026-11-22).
+ *   for all of those queries: a first-seen user's single event took seconds while a few short queries were
+ *   queued, a tenth of a second with the gate (bench/results/design-notes.md).
  * - calls that are not parameterised take a pool thread each while they wait, and the pool has four: the
- *   file system's calls (the commit log's, before it had a thread of its own) then wait too. Measured in a
- *   script: with eight such queries in flight, an fdatasync issued 50 ms in finished after 1.7 s.
+ *   file system's calls (the commit log's, before it had a thread of its own) then wait too: an fdatasync
+ *   issued behind eight such queries finished seconds later.
  *
  * The gate lets `limit` calls (one: the engine would run no more at once) go to chDB and keeps the rest here,
  * where they hold no thread, and it lets the store's own work go before readers, so a query that is waiting
