@@ -26,6 +26,11 @@ export interface SoakOptions {
   readonly connections: number;
   /** Memory sampling interval. @default 10 */
   readonly sampleSeconds: number;
+  /**
+   * Search on one Weir, soak a fresh one at the rates found, so the search's saturation does not leave the
+   * soaked Weir with a high-water mark of memory to grow into unseen. @default false
+   */
+  readonly fresh: boolean;
 }
 
 export const USAGE = `usage: npm run soak -- [flags]
@@ -41,7 +46,9 @@ export const USAGE = `usage: npm run soak -- [flags]
   --step SECONDS                probe and each step of the max-rate search (default 3)
   --max-p99 MS                  p99 bound of the search (default 100)
   --connections N               keep-alive connections per generator (default 256)
-  --sample-seconds S            memory sampling interval (default 10)`;
+  --sample-seconds S            memory sampling interval (default 10)
+  --fresh                       search on one Weir, soak a fresh one at the rates found
+                                (default: soak the Weir the search ran on)`;
 
 /** Whether `nats-server` can be run from PATH. */
 export function natsServerOnPath(): boolean {
@@ -80,6 +87,7 @@ export function parseSoakOptions(
       'max-p99': { type: 'string' },
       connections: { type: 'string' },
       'sample-seconds': { type: 'string' },
+      fresh: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -98,5 +106,6 @@ export function parseSoakOptions(
     maxP99Ms: number('max-p99', values['max-p99'], 100, 0, 60_000),
     connections: Math.round(number('connections', values.connections, 256, 0, 10_000)),
     sampleSeconds: number('sample-seconds', values['sample-seconds'], 10, 0, 600),
+    fresh: values.fresh ?? false,
   };
 }

@@ -77,7 +77,9 @@ function busSection(bus: BusResult, files: { svg: string; json: string }, sample
   return [
     `## ${bus.bus === 'jetstream' ? 'JetStream (weir start over a local nats-server)' : 'Embedded (weir start, chDB)'}: ${verdict(passed(bus))}`,
     '',
-    `Started ${bus.startedAt}; the load ran ${bus.soakSeconds.toFixed(0)} s. Weir exited ${bus.exit}; ` +
+    `Started ${bus.startedAt}; the load ran ${bus.soakSeconds.toFixed(0)} s` +
+      `${bus.freshWeir ? ' on a fresh Weir (the search ran on another, stopped before)' : ', on the Weir the search ran on'}. ` +
+      `Weir exited ${bus.exit}; ` +
       `it logged ${bus.log.warnings} warnings or errors.`,
     '',
     '| check | verdict |',
@@ -162,7 +164,10 @@ function method(options: SoakOptions): string {
     "For each bus a fresh `weir start` (embedded store, chDB, fresh data directory; over JetStream with a fresh local nats-server). First the capture bench's max-rate search on that Weir, for single events and for batches of 100 (closed-loop probe, then open-loop steps of " +
       `${options.stepSeconds} s with p99 ≤ ${options.maxP99Ms} ms; bench/capture/scenario-max-throughput.ts). ` +
       `Then both modes at once, each from its own load-generator process, open loop: single at ${options.fraction / 2} of its max and batch at ${options.fraction / 2} of its, ` +
-      `${options.fraction * 100}% of capacity together, for ${options.minutes} min, as consecutive runs of at most ${options.runSeconds} s.`,
+      `${options.fraction * 100}% of capacity together, for ${options.minutes} min, as consecutive runs of at most ${options.runSeconds} s` +
+      (options.fresh
+        ? ', on a second fresh Weir (`--fresh`): the search ran on one of its own, so its saturation set no high-water mark of memory for the soak.'
+        : ', on the same Weir the search ran on.'),
     '',
     "Acknowledged events are the 200s × events per request. Stored events are counted once the store has caught up (polled with a deadline): Weir's `weir_ingest_events_total` and `SELECT count() FROM events` through the query API, each taken after the soak less before it (the search's events are stored before the soak begins). Any status but 200 — 503 included — any lost, timed-out or unsent request fails the soak.",
     '',

@@ -72,6 +72,8 @@ export interface BusResult {
   readonly stealCpuCores: number | undefined;
   readonly samples: readonly MemorySample[];
   readonly trend: Trend | undefined;
+  /** Whether the search ran on a Weir of its own (--fresh), not on the one soaked. */
+  readonly freshWeir: boolean;
   readonly anonTrend: Trend | undefined;
   readonly brkTrend: Trend | undefined;
   readonly heapTrend: Trend | undefined;
@@ -83,7 +85,7 @@ export interface BusResult {
 /** What the soak measured while Weir ran; the memory verdict and the log come once it has stopped. */
 type Measured = Omit<
   BusResult,
-  'samples' | 'trend' | 'anonTrend' | 'brkTrend' | 'heapTrend' | 'log' | 'exit' | 'checks'
+  'freshWeir' | 'samples' | 'trend' | 'anonTrend' | 'brkTrend' | 'heapTrend' | 'log' | 'exit' | 'checks'
 >;
 
 export interface SoakContext {
@@ -166,56 +168,103 @@ function errorStatuses(statuses: Readonly<Record<string, number>>): number {
   return Object.entries(statuses).reduce((n, [code, count]) => n + (code === '200' ? 0 : count), 0);
 }
 
-export async function soakBus(ctx: SoakContext, bus: SoakBus): Promise<BusResult> {
-  const startedAt = new Date().toISOString();
+/** What the search found: each mode's max, and the soak's rates (each mode's share of its max). */
+interface Found {
+  readonly maxRates: readonly MaxRate[];
+  readonly rates: Readonly<Record<Mode, number>>;
+}
+
+interface OnWeir<T> {
+  readonly value: T;
+  readonly samples: MemorySample[];
+  readonly log: ServerLog;
+  readonly exit: number | string;
+}
+
+/** Runs `body` on a fresh Weir (and nats-server) sampled from its start; both are stopped whatever happens. */
+async function onFreshWeir<T>(
+  ctx: SoakContext,
+  bus: SoakBus,
+  body: (weir: SoakWeir, sampler: MemorySampler) => Promise<T>,
+): Promise<OnWeir<T>> {
   const nats = bus === 'jetstream' ? await startNats() : undefined;
   try {
     const weir = await startSoakWeir(bus, nats);
     const sampler = new MemorySampler(weir.pid, weir.baseUrl, ctx.options.sampleSeconds * 1000, nats?.pid);
     sampler.start();
-    let measured: Measured;
+    let value: T;
     let exit: number | string;
     try {
-      measured = await soakOn(ctx, weir, sampler, startedAt);
+      value = await body(weir, sampler);
     } finally {
       await sampler.stop();
       exit = await weir.stop();
     }
-    const samples = sampler.samples();
-    const from = measured.soakSeconds - Math.min(TREND_WINDOW_S, measured.soakSeconds / 2);
-    const trend = memoryTrend(samples, from);
-    const anonTrend = memoryTrend(samples, from, (s) => s.rssAnonBytes);
-    const brkTrend = memoryTrend(samples, from, (s) => s.brkHeapBytes);
-    const heapTrend = memoryTrend(samples, from, (s) => s.heapUsedBytes);
-    const { stored } = measured;
-    const checks = {
-      stored:
-        stored.storedByCounter === stored.acknowledgedEvents &&
-        stored.storedByQuery === stored.acknowledgedEvents,
-      noErrors:
-        measured.totals.every((t) => t.failed === 0 && errorStatuses(t.statuses) === 0) &&
-        errorStatuses(measured.weir.requestsByStatus) === 0 &&
-        measured.weir.insertErrors === 0,
-      memory: trend !== undefined && trend.percentPerMinute <= MAX_TREND_PERCENT_PER_MINUTE,
-    };
-    return { ...measured, samples, trend, anonTrend, brkTrend, heapTrend, log: weir.log(), exit, checks };
+    return { value, samples: sampler.samples(), log: weir.log(), exit };
   } finally {
     await nats?.stop();
   }
 }
 
-async function soakOn(
+export async function soakBus(ctx: SoakContext, bus: SoakBus): Promise<BusResult> {
+  const startedAt = new Date().toISOString();
+  // With --fresh the search runs on a Weir of its own: saturation leaves memory that malloc keeps, and a
+  // soak that starts below that high-water mark can grow into it unseen.
+  const searched = ctx.options.fresh
+    ? (await onFreshWeir(ctx, bus, (weir) => searchRates(ctx, weir))).value
+    : undefined;
+  const run = await onFreshWeir(ctx, bus, async (weir, sampler) =>
+    soakAt(ctx, weir, sampler, startedAt, searched ?? (await searchRates(ctx, weir))),
+  );
+  const measured = run.value;
+  const samples = run.samples;
+  const from = measured.soakSeconds - Math.min(TREND_WINDOW_S, measured.soakSeconds / 2);
+  const trend = memoryTrend(samples, from);
+  const anonTrend = memoryTrend(samples, from, (s) => s.rssAnonBytes);
+  const brkTrend = memoryTrend(samples, from, (s) => s.brkHeapBytes);
+  const heapTrend = memoryTrend(samples, from, (s) => s.heapUsedBytes);
+  const { stored } = measured;
+  const checks = {
+    stored:
+      stored.storedByCounter === stored.acknowledgedEvents &&
+      stored.storedByQuery === stored.acknowledgedEvents,
+    noErrors:
+      measured.totals.every((t) => t.failed === 0 && errorStatuses(t.statuses) === 0) &&
+      errorStatuses(measured.weir.requestsByStatus) === 0 &&
+      measured.weir.insertErrors === 0,
+    memory: trend !== undefined && trend.percentPerMinute <= MAX_TREND_PERCENT_PER_MINUTE,
+  };
+  return {
+    ...measured,
+    freshWeir: ctx.options.fresh,
+    samples,
+    trend,
+    anonTrend,
+    brkTrend,
+    heapTrend,
+    log: run.log,
+    exit: run.exit,
+    checks,
+  };
+}
+
+async function searchRates(ctx: SoakContext, weir: SoakWeir): Promise<Found> {
+  const maxRates: MaxRate[] = [];
+  for (const mode of MODES) maxRates.push(await searchMax(ctx, weir, mode));
+  const rates = Object.fromEntries(
+    maxRates.map((m) => [m.mode, Math.max(1, Math.round((m.used * ctx.options.fraction) / 2))]),
+  ) as Record<Mode, number>;
+  return { maxRates, rates };
+}
+
+async function soakAt(
   ctx: SoakContext,
   weir: SoakWeir,
   sampler: MemorySampler,
   startedAt: string,
+  { maxRates, rates }: Found,
 ): Promise<Measured> {
   const { options } = ctx;
-  const maxRates: MaxRate[] = [];
-  for (const mode of MODES) maxRates.push(await searchMax(ctx, weir, mode));
-  const rates = Object.fromEntries(
-    maxRates.map((m) => [m.mode, Math.max(1, Math.round((m.used * options.fraction) / 2))]),
-  ) as Record<Mode, number>;
 
   // The search's leftovers are stored before the soak begins, so the soak's counts are its own.
   await weir.settle(CATCH_UP_MS);

@@ -138,7 +138,8 @@ t.test('flags: defaults by whether nats-server is on PATH, and a wrong one named
   t.throws(() => parseSoakOptions(['--fraction', '1.5'], true), /--fraction must be/);
   t.throws(() => parseSoakOptions(['--minutes', '0'], true), /--minutes must be/);
   const short = parseSoakOptions(['--minutes', '1', '--bus', 'embedded', '--out', '/tmp/x.md'], true);
-  t.match(short, { minutes: 1, buses: ['embedded'], out: '/tmp/x.md' });
+  t.match(short, { minutes: 1, buses: ['embedded'], out: '/tmp/x.md', fresh: false });
+  t.match(parseSoakOptions(['--fresh'], true), { fresh: true });
   t.end();
 });
 
