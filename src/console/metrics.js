@@ -79,7 +79,10 @@ export function summarise(metrics) {
       rows: [
         ['events pending', total(metrics, 'weir_ingest_pending_events')],
         ['store bytes not yet applied', total(metrics, 'weir_store_pending_bytes'), { bytes: true }],
-        ['engine calls waiting', total(metrics, 'weir_store_engine_waiting')],
+        ['store calls waiting for the engine', total(metrics, 'weir_store_engine_waiting')],
+        ['reads running', total(metrics, 'weir_store_reads_running')],
+        ['reads waiting for a connection', total(metrics, 'weir_store_reads_waiting')],
+        ['reads refused', total(metrics, 'weir_store_reads_refused_total'), { rate: true }],
         ['mean insert rows', formatMean(mean('weir_store_insert_rows'))],
         ['mean insert', ms(mean('weir_store_insert_duration_seconds'))],
         ['mean commit', ms(mean('weir_store_commit_duration_seconds'))],
