@@ -157,9 +157,6 @@ function encoderOf(clickhouseType: string): ColumnEncoder {
   return utf8Encoder();
 }
 
-type NumericArray =
-  Int8Array | Int16Array | Int32Array | Uint8Array | Uint16Array | Uint32Array | Float32Array | Float64Array;
-
 function integerEncoder(unsigned: boolean, bits: number): ColumnEncoder {
   switch (bits) {
     case 8:
@@ -169,15 +166,20 @@ function integerEncoder(unsigned: boolean, bits: number): ColumnEncoder {
     case 32:
       return unsigned ? fixed(new Uint32(), Uint32Array, toNumber) : fixed(new Int32(), Int32Array, toNumber);
     default:
-      return unsigned ? wide(new Uint64(), BigUint64Array) : wide(new Int64(), BigInt64Array);
+      return unsigned
+        ? fixed(new Uint64(), BigUint64Array, toBigInt)
+        : fixed(new Int64(), BigInt64Array, toBigInt);
   }
 }
 
-/** A column of numbers in a typed array; a value `convert` cannot read is NULL. */
-function fixed<T extends DataType>(
+/**
+ * A column of numbers in a typed array; a value `convert` cannot read is NULL. 64-bit integers go in bigint
+ * arrays: the JSON answer has them as numbers, or as strings past 2^53 (exact either way).
+ */
+function fixed<T extends DataType, V extends number | bigint>(
   type: T,
-  Values: new (n: number) => NumericArray,
-  convert: (v: unknown) => number | null,
+  Values: new (n: number) => { [i: number]: V },
+  convert: (v: unknown) => V | null,
 ): ColumnEncoder {
   return {
     type,
@@ -186,28 +188,6 @@ function fixed<T extends DataType>(
       const nulls = new NullBits(length);
       for (let i = 0; i < length; i++) {
         const v = convert(at(i));
-        if (v === null) nulls.setNull(i);
-        else values[i] = v;
-      }
-      return makeData({ type, length, ...nulls.props(), data: values } as never);
-    },
-  };
-}
-
-/**
- * 64-bit integers: the JSON answer has them as numbers, or as strings past 2^53 (exact either way).
- */
-function wide<T extends DataType>(
-  type: T,
-  Values: BigInt64ArrayConstructor | BigUint64ArrayConstructor,
-): ColumnEncoder {
-  return {
-    type,
-    data(length, at) {
-      const values = new Values(length);
-      const nulls = new NullBits(length);
-      for (let i = 0; i < length; i++) {
-        const v = toBigInt(at(i));
         if (v === null) nulls.setNull(i);
         else values[i] = v;
       }
