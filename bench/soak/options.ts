@@ -31,6 +31,11 @@ export interface SoakOptions {
    * soaked Weir with a high-water mark of memory to grow into unseen. @default false
    */
   readonly fresh: boolean;
+  /**
+   * Requests/s of each mode given outright (`--rates single=N,batch=M`): no search, so a soak can be repeated
+   * at one load, as a change is compared against the rates of an earlier report. @default undefined (search)
+   */
+  readonly rates: Readonly<Record<'single' | 'batch', number>> | undefined;
 }
 
 export const USAGE = `usage: npm run soak -- [flags]
@@ -48,7 +53,9 @@ export const USAGE = `usage: npm run soak -- [flags]
   --connections N               keep-alive connections per generator (default 256)
   --sample-seconds S            memory sampling interval (default 10)
   --fresh                       search on one Weir, soak a fresh one at the rates found
-                                (default: soak the Weir the search ran on)`;
+                                (default: soak the Weir the search ran on)
+  --rates single=N,batch=M      soak at these requests/s (a batch is 100 events) with no
+                                search, e.g. the rates of an earlier report`;
 
 /** Whether `nats-server` can be run from PATH. */
 export function natsServerOnPath(): boolean {
@@ -88,6 +95,7 @@ export function parseSoakOptions(
       connections: { type: 'string' },
       'sample-seconds': { type: 'string' },
       fresh: { type: 'boolean' },
+      rates: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -107,5 +115,20 @@ export function parseSoakOptions(
     connections: Math.round(number('connections', values.connections, 256, 0, 10_000)),
     sampleSeconds: number('sample-seconds', values['sample-seconds'], 10, 0, 600),
     fresh: values.fresh ?? false,
+    rates: values.rates === undefined ? undefined : parseRates(values.rates),
   };
+}
+
+/** `single=N,batch=M`: both modes, each a positive number of requests/s. */
+function parseRates(raw: string): Readonly<Record<'single' | 'batch', number>> {
+  const rates: Partial<Record<'single' | 'batch', number>> = {};
+  for (const part of raw.split(',')) {
+    const [mode, value, ...rest] = part.split('=');
+    if ((mode !== 'single' && mode !== 'batch') || value === undefined || rest.length > 0 || mode in rates)
+      throw new Error(`--rates must be single=N,batch=M, got '${raw}'`);
+    rates[mode] = Math.round(number('rates', value, 0, 0, 1_000_000));
+  }
+  if (rates.single === undefined || rates.batch === undefined)
+    throw new Error(`--rates must name both modes (single=N,batch=M), got '${raw}'`);
+  return { single: rates.single, batch: rates.batch };
 }

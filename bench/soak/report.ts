@@ -90,9 +90,16 @@ function busSection(bus: BusResult, files: { svg: string; json: string }, sample
     '',
     '### Rates',
     '',
-    '| mode | probe req/s | max sustained req/s | taken as max | soak rate req/s | search steps (req/s) |',
-    '| --- | --: | --: | --: | --: | --- |',
-    ...searchRows,
+    ...(bus.maxRates.length === 0
+      ? [
+          `Given with \`--rates\`, no search: single ${int(bus.rates.single)} req/s, batch ${int(bus.rates.batch)} ` +
+            `req/s (${int(bus.rates.batch * 100)} events/s).`,
+        ]
+      : [
+          '| mode | probe req/s | max sustained req/s | taken as max | soak rate req/s | search steps (req/s) |',
+          '| --- | --: | --: | --: | --: | --- |',
+          ...searchRows,
+        ]),
     ...(bus.maxRates.some((m) => m.sustained === undefined)
       ? [
           '',
@@ -168,6 +175,9 @@ function method(options: SoakOptions): string {
       (options.fresh
         ? ', on a second fresh Weir (`--fresh`): the search ran on one of its own, so its saturation set no high-water mark of memory for the soak.'
         : ', on the same Weir the search ran on.'),
+    ...(options.rates
+      ? ['', 'This run gave the rates with `--rates`: no search ran, and the soak ran on the one fresh Weir.']
+      : []),
     '',
     "Acknowledged events are the 200s × events per request. Stored events are counted once the store has caught up (polled with a deadline): Weir's `weir_ingest_events_total` and `SELECT count() FROM events` through the query API, each taken after the soak less before it (the search's events are stored before the soak begins). Any status but 200 — 503 included — any lost, timed-out or unsent request fails the soak.",
     '',

@@ -210,9 +210,12 @@ export async function soakBus(ctx: SoakContext, bus: SoakBus): Promise<BusResult
   const startedAt = new Date().toISOString();
   // With --fresh the search runs on a Weir of its own: saturation leaves memory that malloc keeps, and a
   // soak that starts below that high-water mark can grow into it unseen.
-  const searched = ctx.options.fresh
-    ? (await onFreshWeir(ctx, bus, (weir) => searchRates(ctx, weir))).value
-    : undefined;
+  const given = ctx.options.rates;
+  const searched = given
+    ? { maxRates: [], rates: given }
+    : ctx.options.fresh
+      ? (await onFreshWeir(ctx, bus, (weir) => searchRates(ctx, weir))).value
+      : undefined;
   const run = await onFreshWeir(ctx, bus, async (weir, sampler) =>
     soakAt(ctx, weir, sampler, startedAt, searched ?? (await searchRates(ctx, weir))),
   );

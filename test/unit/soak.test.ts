@@ -140,6 +140,15 @@ t.test('flags: defaults by whether nats-server is on PATH, and a wrong one named
   const short = parseSoakOptions(['--minutes', '1', '--bus', 'embedded', '--out', '/tmp/x.md'], true);
   t.match(short, { minutes: 1, buses: ['embedded'], out: '/tmp/x.md', fresh: false });
   t.match(parseSoakOptions(['--fresh'], true), { fresh: true });
+  t.match(parseSoakOptions(['--rates', 'single=5325,batch=164'], true), {
+    rates: { single: 5325, batch: 164 },
+  });
+  t.throws(() => parseSoakOptions(['--rates', 'single=5325'], true), /both modes/);
+  t.throws(() => parseSoakOptions(['--rates', 'single=0,batch=3'], true), /--rates must be a number/);
+  t.throws(
+    () => parseSoakOptions(['--rates', 'single=1,batch=3,single=2'], true),
+    /--rates must be single=N/,
+  );
   t.end();
 });
 
