@@ -194,8 +194,26 @@ export async function startBareUws(): Promise<Target> {
   return startChild('bare-uws', args, cleanEnv(), port, () => undefined);
 }
 
-/** Settings to try without editing the code: BENCH_WEIR_ENV='WEIR_STORE_FSYNC=false WEIR_CAPTURE_THREADS=0'. */
+/**
+ * The allocator and heap settings Weir's own launchers run it with (package.json's start script,
+ * deploy/Dockerfile; docs/operations.md), so a bench measures what users run. test/unit/launch-settings.test.ts
+ * keeps the three in step.
+ */
+export const WEIR_LAUNCH_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
+export const WEIR_LAUNCH_NODE_ARGS: readonly string[] = ['--max-semi-space-size=64'];
+
+/**
+ * The launch settings, then settings to try without editing the code:
+ * BENCH_WEIR_ENV='WEIR_STORE_FSYNC=false WEIR_CAPTURE_THREADS=0' (a variable given there wins).
+ */
 export function benchWeirEnv(): Record<string, string> {
+  return {
+    ...WEIR_LAUNCH_ENV,
+    ...extraWeirEnv(),
+  };
+}
+
+function extraWeirEnv(): Record<string, string> {
   return Object.fromEntries(
     (process.env['BENCH_WEIR_ENV'] ?? '')
       .split(' ')
@@ -209,7 +227,7 @@ export function benchWeirEnv(): Record<string, string> {
  * generator or the bare server.
  */
 export function benchWeirNodeArgs(): string[] {
-  return nodeArgs('BENCH_WEIR_NODE_ARGS');
+  return [...WEIR_LAUNCH_NODE_ARGS, ...nodeArgs('BENCH_WEIR_NODE_ARGS')];
 }
 
 /** Node flags from an environment variable, split on spaces. */
