@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { CONTENDED_CORES } from '../capture/machine-load.ts';
+import { WEIR_LAUNCH_ENV, WEIR_LAUNCH_NODE_ARGS } from '../capture/targets.ts';
 import { memoryPlot } from './memory-plot.ts';
 import type { Trend } from './memory.ts';
 import type { SoakOptions } from './options.ts';
@@ -164,6 +165,14 @@ function busSection(bus: BusResult, files: { svg: string; json: string }, sample
   ].join('\n');
 }
 
+/** What BENCH_WEIR_ENV / BENCH_WEIR_NODE_ARGS added, so a report run with either says so. */
+function benchExtras(): string {
+  const extra = [process.env['BENCH_WEIR_ENV'], process.env['BENCH_WEIR_NODE_ARGS']].filter((v) => v);
+  return extra.length === 0
+    ? ''
+    : `, and from the bench's environment ${extra.map((v) => `\`${v}\``).join(', ')}`;
+}
+
 function method(options: SoakOptions): string {
   return [
     '## Method',
@@ -175,6 +184,10 @@ function method(options: SoakOptions): string {
       (options.fresh
         ? ', on a second fresh Weir (`--fresh`): the search ran on one of its own, so its saturation set no high-water mark of memory for the soak.'
         : ', on the same Weir the search ran on.'),
+    '',
+    `Weir runs with the settings \`npm start\` gives it: ${Object.entries(WEIR_LAUNCH_ENV)
+      .map(([k, v]) => `\`${k}=${v}\``)
+      .join(', ')}, \`node ${WEIR_LAUNCH_NODE_ARGS.join(' ')}\` (docs/operations.md)` + `${benchExtras()}.`,
     ...(options.rates
       ? ['', 'This run gave the rates with `--rates`: no search ran, and the soak ran on the one fresh Weir.']
       : []),
