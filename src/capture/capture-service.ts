@@ -5,6 +5,7 @@ import type { Bus, ProjectKeys } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
 import { decodeBody, type EncodedBody } from './decode.ts';
 import { MAX_EVENT_BYTES } from './limits.ts';
+import { cut } from '../core/well-formed.ts';
 import { normalizeEvent, type DropReason } from './normalize.ts';
 import { readPayload } from './payload.ts';
 import { SpikeDetector } from './spike-detector.ts';
@@ -131,7 +132,7 @@ export class CaptureService {
             type: `event_dropped_${result.reason}`,
             source: 'capture',
             details: {
-              event: typeof item['event'] === 'string' ? item['event'].slice(0, 200) : null,
+              event: typeof item['event'] === 'string' ? cut(item['event'], 200) : null,
               index: i,
             },
             timestamp: now,

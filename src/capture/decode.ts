@@ -1,4 +1,5 @@
 import LZString from 'lz-string';
+import { wellFormedJson, withoutLoneSurrogates } from '../core/well-formed.ts';
 import { AppError } from '../errors/app-error.ts';
 import { contentCodings, undoCodingsAsync, undoCodingsSync, type Coding } from './content-coding.ts';
 import { MAX_BATCH_ITEMS, MAX_DECODED_BYTES } from './limits.ts';
@@ -93,7 +94,8 @@ function lzDecompress(text: string): string {
   if (out.length > MAX_DECODED_BYTES) {
     throw new AppError('payload_too_large', { detail: 'The body decodes to more than 100 MiB.' });
   }
-  return out;
+  // lz-string decodes to UTF-16 of any kind, lone surrogates included: UTF-8 input cannot hold them.
+  return withoutLoneSurrogates(out);
 }
 
 /** JSON text, or base64 of JSON text (sendBeacon and form bodies of older SDKs). */
@@ -123,7 +125,8 @@ function parseJson(text: string): Decoded {
   }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    // Every string of the body, keys and values at any depth, parses well formed (SPEC §2).
+    value = JSON.parse(wellFormedJson(text));
   } catch (err) {
     throw invalid('The body is not valid JSON.', err);
   }

@@ -1,5 +1,6 @@
 import type { CapturedEvent, IngestionWarning } from '../core/event.ts';
 import { eventUuid } from '../core/uuid.ts';
+import { cut, wellFormed } from '../core/well-formed.ts';
 import { AppError } from '../errors/app-error.ts';
 import { MAX_DISTINCT_ID_CHARS, MAX_EVENT_BYTES, MAX_FUTURE_MS, MAX_GROUP_FIELD_CHARS } from './limits.ts';
 import { jsonFitsIn } from './json-size.ts';
@@ -54,12 +55,13 @@ export function normalizeEvent(item: JsonObject, index: number, ctx: RequestCont
 
   validateSpecialEvent(eventName, properties, index);
 
-  // `$set` / `$set_once` may stand at the top of an event (posthog-node's identify): fold them into properties.
+  // `$set` / `$set_once` may stand at the top of an event (posthog-node's identify): fold them into
+  // properties, the top-level value winning over one of the same name inside, as PostHog's ingestion does.
   for (const key of ['$set', '$set_once'] as const) {
     const top = item[key];
     if (isObject(top)) {
       const inner = properties[key];
-      properties[key] = isObject(inner) ? { ...top, ...inner } : top;
+      properties[key] = isObject(inner) ? { ...inner, ...top } : top;
     }
   }
 
@@ -89,22 +91,11 @@ export function normalizeEvent(item: JsonObject, index: number, ctx: RequestCont
 /** Non-strings become their JSON text; NUL and lone surrogates become U+FFFD; longer than 200 characters is cut. */
 export function normalizeDistinctId(raw: unknown): string {
   let id = wellFormed(typeof raw === 'string' ? raw : JSON.stringify(raw));
-  if (id.includes('\u0000')) id = id.replaceAll('\u0000', '\uFFFD');
   if (id.length > MAX_DISTINCT_ID_CHARS) {
     const chars = Array.from(id);
     if (chars.length > MAX_DISTINCT_ID_CHARS) id = chars.slice(0, MAX_DISTINCT_ID_CHARS).join('');
   }
   return id;
-}
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-/**
- * The string with each lone surrogate (legal as a JSON `\uD800` escape, not in UTF-8) made U+FFFD: the store
- * refuses or mangles them, and a refused insert would fail every event committed with it.
- */
-export function wellFormed(s: string): string {
-  return s.replace(LONE_SURROGATE, '\uFFFD');
 }
 
 function validateSpecialEvent(name: string, properties: JsonObject, index: number): void {
@@ -151,7 +142,7 @@ function eventTimestamp(
   let warning: IngestionWarning | undefined;
   let ts = ctx.now;
   // What the client sent, for the warnings.
-  const sent = { timestamp: typeof raw === 'string' ? raw.slice(0, 100) : null };
+  const sent = { timestamp: typeof raw === 'string' ? cut(raw, 100) : null };
   if (typeof raw === 'string') {
     const parsed = parseTimestamp(raw);
     if (parsed === undefined) {

@@ -4,6 +4,7 @@
  * posthog/models/element/element.py). posthog-js sends the chain itself (`$elements_chain`); older SDKs send
  * `$elements`, a list of element objects, which ingest turns into the chain as PostHog's ingestion does.
  */
+import { cut } from '../core/well-formed.ts';
 
 /** An element as PostHog's Element model has it. */
 export interface ChainElement {
@@ -50,9 +51,9 @@ export function extractElements(elements: readonly unknown[]): ChainElement[] {
     const element: ChainElement = { attributes };
     if (typeof el['tag_name'] === 'string') element.tag_name = el['tag_name'];
     const elText = el['$el_text'];
-    if (elText !== undefined && elText !== null) element.text = text(elText).slice(0, MAX_TEXT);
+    if (elText !== undefined && elText !== null) element.text = cut(text(elText), MAX_TEXT);
     const href = el['attr__href'];
-    if (href !== undefined && href !== null) element.href = text(href).slice(0, MAX_HREF);
+    if (href !== undefined && href !== null) element.href = cut(text(href), MAX_HREF);
     const id = el['attr__id'];
     if (id !== undefined && id !== null) element.attr_id = text(id);
     const classes = el['attr__class'];

@@ -1,4 +1,5 @@
 import type { Row, Values } from '../core/ports.ts';
+import { wellFormedJson } from '../core/well-formed.ts';
 
 /**
  * Rows as JSON bytes, the form both store adapters insert: `JsonRowEncoder` writes a JSON array of some rows,
@@ -23,7 +24,9 @@ export class JsonRowEncoder {
    * array of objects as rows (for rows of values, the insert hands JSONCompactEachRow the array's members).
    */
   encode(rows: readonly Row[] | readonly Values[]): Buffer {
-    const text = JSON.stringify(rows);
+    // A string Weir made by cutting one from a client (a warning's excerpt) can end in half a pair, which the
+    // engine refuses: no row leaves for the store with a lone surrogate (capture's edge takes the clients').
+    const text = wellFormedJson(JSON.stringify(rows));
     // A JSON text of a few rows is past Node's own 4 KB pool, where `Buffer.from` would make each its own
     // ArrayBuffer (slower than writing into a slab, and an external allocation each, which drives GC).
     // Encodings are short-lived (a commit copies them, or sends them), so a slab is let go soon after it fills.

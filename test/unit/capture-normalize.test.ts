@@ -2,12 +2,12 @@ import t from 'tap';
 import {
   normalizeDistinctId,
   normalizeEvent,
-  wellFormed,
   type Normalized,
   type RequestContext,
 } from '../../src/capture/normalize.ts';
 import { MIN_TIMESTAMP_MS, parseTimestamp } from '../../src/capture/timestamp.ts';
 import type { CapturedEvent } from '../../src/core/event.ts';
+import { wellFormed } from '../../src/core/well-formed.ts';
 import { AppError } from '../../src/errors/app-error.ts';
 
 // A server zone other than UTC, so that reading a time without a zone in local time would show.
@@ -176,7 +176,7 @@ t.test('one event over 1 MiB is payload_too_large, when the body was big enough 
   t.end();
 });
 
-t.test('$set and $set_once at the top of an event join its properties (properties win)', (t) => {
+t.test('$set and $set_once at the top of an event join its properties (the top-level value wins, as in PostHog)', (t) => {
   const e = event(
     normalizeEvent(
       {
@@ -190,7 +190,7 @@ t.test('$set and $set_once at the top of an event join its properties (propertie
       ctx(),
     ),
   );
-  t.same(e.properties, { $set: { a: 1, b: 2 }, $set_once: { c: 1 } });
+  t.same(e.properties, { $set: { a: 1, b: 1 }, $set_once: { c: 1 } });
   t.end();
 });
 
