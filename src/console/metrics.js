@@ -88,7 +88,7 @@ export function summarise(metrics) {
         ['mean commit', ms(mean('weir_store_commit_duration_seconds'))],
         ['insert errors', total(metrics, 'weir_store_insert_errors_total'), { rate: true }],
         ['apply errors', total(metrics, 'weir_store_apply_errors_total'), { rate: true }],
-        ['rows rejected', total(metrics, 'weir_store_rows_rejected_total'), { rate: true }],
+        ['rows quarantined', total(metrics, 'weir_ingest_rows_quarantined_total'), { rate: true }],
       ],
     },
   ];

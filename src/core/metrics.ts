@@ -193,9 +193,15 @@ export class Metrics {
     help: 'Failed attempts to apply a block of the commit log (retried with backoff; nothing is lost).',
     registers: [this.registry],
   });
-  readonly storeRowsRejected = new Counter({
-    name: 'weir_store_rows_rejected_total',
-    help: 'Rows the store refused as bad data, set aside in the commit log directory (rejected.jsonl).',
+  readonly rowsQuarantined = new Counter({
+    name: 'weir_ingest_rows_quarantined_total',
+    help: "Rows the store refused, set aside in the quarantine with the engine's reason (the error's name).",
+    labelNames: ['table', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly rowsReplayed = new Counter({
+    name: 'weir_ingest_rows_replayed_total',
+    help: 'Rows of the quarantine that a replay stored.',
     labelNames: ['table'] as const,
     registers: [this.registry],
   });

@@ -83,6 +83,66 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/** Which rows set aside by the store to list or replay. */
+export interface QuarantineFilter {
+  /** Only this project's rows (an API caller's); every project's when absent (the operator's CLI). */
+  readonly projectId?: number;
+  readonly ids?: readonly string[];
+  readonly status?: 'held' | 'replayed';
+  /** @default 1000, the most */
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
+/** A row the engine refused, as it was set aside (SPEC §2: kept with the reason, replayable). */
+export interface QuarantinedRow {
+  readonly id: string;
+  readonly projectId: number;
+  readonly table: string;
+  /** The event's uuid, for a row of `events`. */
+  readonly eventUuid: string | null;
+  /** The engine's error number and name, and its message. */
+  readonly code: number;
+  readonly reason: string;
+  readonly error: string;
+  /** `held` until a replay stores it. */
+  readonly status: 'held' | 'replayed';
+  /** Replays tried. */
+  readonly attempts: number;
+  readonly quarantinedAt: string;
+  /** The row as it was refused: an object of its columns (or its text, when it was not JSON). */
+  readonly row: unknown;
+}
+
+/** What replaying one row did: stored, or refused again (and still held). */
+export interface QuarantineReplay {
+  readonly id: string;
+  readonly table: string;
+  readonly result: 'stored' | 'refused';
+  readonly error?: string;
+}
+
+/** The rows a store set aside because the engine refused them: listed, and replayed after a fix. */
+export interface QuarantineStore {
+  listQuarantined(filter: QuarantineFilter): Promise<QuarantinedRow[]>;
+  /** Inserts each held row of `filter` again, alone; resolves with what became of each. */
+  replayQuarantined(filter: QuarantineFilter): Promise<QuarantineReplay[]>;
+}
+
+/**
+ * The store cannot serve a read now (the embedded store cannot apply what it committed, say): the caller is
+ * told to come back (503 with Retry-After), never handed the store's own failure as its answer.
+ */
+export class StoreUnavailable extends Error {
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, options: { cause?: unknown; retryAfterSeconds?: number } = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'StoreUnavailable';
+    this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
+  }
+}
+
 export interface QueryOptions {
   /**
    * Whether the query must see every committed row (the default). Ingest's own state lookups pass false:

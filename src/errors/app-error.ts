@@ -1,3 +1,4 @@
+import { StoreUnavailable } from '../core/ports.ts';
 import { ERROR_CODES, statusOf, type ErrorCode, type ErrorType } from './codes.ts';
 
 export interface AppErrorOptions {
@@ -42,10 +43,19 @@ export interface ErrorBody {
 
 /**
  * Turns any thrown value into the SPEC §1 body. A foreign error becomes a 500 whose detail says nothing of
- * its cause (no stack, no secret): the cause goes to the log, not to the client.
+ * its cause (no stack, no secret): the cause goes to the log, not to the client. A store that cannot serve
+ * now is a 503 with Retry-After.
  */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  // The store's own trouble is never a request's answer: the caller is told to come back.
+  if (err instanceof StoreUnavailable)
+    return new AppError('store_unavailable', {
+      detail: err.message,
+      retriable: true,
+      retryAfterSeconds: err.retryAfterSeconds,
+      cause: err,
+    });
   return new AppError('server_error', { cause: err });
 }
 

@@ -136,6 +136,10 @@ export const ERROR_CODES = {
   not_found: { type: 'not_found', detail: 'Nothing is here.' },
   method_not_allowed: { type: 'method_not_allowed', detail: 'This method is not allowed on this route.' },
   server_error: { type: 'server_error', detail: 'Weir hit an internal error; it has been logged.' },
+  store_unavailable: {
+    type: 'unavailable',
+    detail: 'The store cannot answer right now; retry after the time in Retry-After.',
+  },
   timeout: { type: 'timeout', detail: 'The request took too long.' },
   throttled: { type: 'throttled', detail: 'Too many requests; retry after the time in Retry-After.' },
 } as const satisfies Record<string, CodeSpec>;

@@ -152,4 +152,30 @@ export const MIGRATIONS: readonly Migration[] = [
       "ALTER TABLE events ADD COLUMN IF NOT EXISTS elements_chain String DEFAULT JSONExtractString(properties, '$elements_chain')",
     ],
   },
+  {
+    version: 8,
+    name: 'quarantine',
+    // Rows the engine refused, set aside so that they never stop the rows behind them (quarantine.ts): each
+    // row's JSON bytes as base64, exactly as refused, with the engine's error. A replay writes a row's next
+    // state as a higher version.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS quarantine (
+        id String,
+        project_id UInt64,
+        target_table LowCardinality(String),
+        columns Array(String),
+        row String,
+        event_uuid String,
+        error_code Int32,
+        error_name LowCardinality(String),
+        error String,
+        status LowCardinality(String),
+        attempts UInt32,
+        quarantined_at ${TS},
+        version UInt64
+      ) ENGINE = ReplacingMergeTree(version)
+      ORDER BY (project_id, id)
+      SETTINGS non_replicated_deduplication_window = 10000`,
+    ],
+  },
 ];

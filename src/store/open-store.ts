@@ -1,11 +1,10 @@
-import { join } from 'node:path';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
-import type { ParquetExporter, Store, TableReader } from '../core/ports.ts';
+import type { ParquetExporter, QuarantineStore, Store, TableReader } from '../core/ports.ts';
 
-/** The store a process writes and reads: the port, with the query API's reads of it. */
-export type OpenedStore = Store & TableReader & ParquetExporter;
+/** The store a process writes and reads: the port, with the query API's reads of it and its quarantine. */
+export type OpenedStore = Store & TableReader & ParquetExporter & QuarantineStore;
 
 export interface OpenStoreDeps {
   readonly logger: Logger;
@@ -39,8 +38,6 @@ export async function openStore(
         // A materialization refresh may run ten times a run's limit (roles/api.ts); the engine enforces
         // both, and this only bounds a server that stopped answering.
         requestTimeoutMs: config.queryTimeoutSeconds * 10 * 1000 + 30_000,
-        // Beside the data directory's other files, as the embedded store keeps it beside its commit log.
-        rejectedFile: join(config.dataDir, 'rejected.jsonl'),
         adhocPerProject: config.queryAdhocConcurrency,
       },
       deps,

@@ -1,5 +1,5 @@
 import { rowLines } from './json-rows.ts';
-import { isDataError } from './store-errors.ts';
+import { isDataError, isRowError } from './store-errors.ts';
 
 /** What one insert goes to: a table, with the column list of rows given as values. */
 export interface InsertTarget {
@@ -15,18 +15,30 @@ export type RawInsert = (
   columns: readonly string[] | undefined,
 ) => Promise<void>;
 
+/** A row of a block that the engine refused: its place in the block, its JSON text (and a newline), why. */
+export interface RefusedRow {
+  readonly index: number;
+  readonly line: Buffer;
+  readonly err: unknown;
+}
+
 export interface CheckedInsertsDeps {
   readonly insert: RawInsert;
-  /** Sets aside one row the engine refused (one JSON text and a newline), with the engine's error. */
-  readonly refuse: (target: InsertTarget, line: Buffer, err: unknown) => Promise<void>;
+  /** Sets aside, durably, the rows of the block under `token` that the engine refused (quarantine.ts). */
+  readonly setAside: (target: InsertTarget, rows: readonly RefusedRow[], token: string) => Promise<void>;
 }
 
 /**
- * Inserts blocks so that one bad row cannot keep the rest of its block out for ever: on a data error (a parse
- * or type error of the engine), the rows at fault are found by bisection and set aside, and the rest of the
- * block is inserted. When every row fails, the fault is not in the rows (a schema the rows do not fit, say):
- * nothing is set aside and the error stands, for the caller to retry the block later. The halves go in
- * under tokens derived from the block's, so a block bisected again after a crash stores nothing twice.
+ * Inserts blocks so that no row can keep the rest of its block, or the blocks behind it, out: when the engine
+ * refuses a block for its rows, the rows at fault are found by bisection and set aside, and the rest is
+ * inserted. The halves go in under tokens derived from the block's, so a block bisected again after a crash
+ * stores nothing twice.
+ *
+ * Which refusals are the rows' (store-errors.ts): a data error (a parse or type error) is, always, even when
+ * every row of the block has one, since one request can bring a block of rows that are all bad. Another error
+ * of the engine that is not the store failing (a full disk, a missing table, the server away) is taken as the
+ * rows' only when part of the block went in beside them. Anything else is not the rows: nothing is set aside
+ * and the error stands, for the caller to retry the block later.
  */
 export class CheckedInserts {
   readonly #deps: CheckedInsertsDeps;
@@ -40,12 +52,19 @@ export class CheckedInserts {
     try {
       await this.#deps.insert(target.table, data, token, target.columns);
     } catch (err) {
-      if (!isDataError(err)) throw err;
-      const lines = rowLines(Buffer.concat(data), target.columns !== undefined);
-      const refused: { line: number; err: unknown }[] = [];
+      if (!isRowError(err)) throw err;
+      const whole = Buffer.concat(data);
+      let lines: Buffer[];
+      try {
+        lines = rowLines(whole, target.columns !== undefined);
+      } catch {
+        // Bytes that are not rows at all can only be set aside whole.
+        lines = [whole];
+      }
+      const refused: RefusedRow[] = [];
       await this.#bisect(target, lines, 0, lines.length, token, err, refused);
-      if (refused.length === lines.length) throw err;
-      for (const r of refused) await this.#deps.refuse(target, lines[r.line]!, r.err);
+      if (refused.length === lines.length && !refused.every((r) => isDataError(r.err))) throw err;
+      await this.#deps.setAside(target, refused, token);
     }
   }
 
@@ -57,10 +76,10 @@ export class CheckedInserts {
     hi: number,
     token: string,
     err: unknown,
-    refused: { line: number; err: unknown }[],
+    refused: RefusedRow[],
   ): Promise<void> {
     if (hi - lo === 1) {
-      refused.push({ line: lo, err });
+      refused.push({ index: lo, line: lines[lo]!, err });
       return;
     }
     const mid = (lo + hi) >> 1;
@@ -71,7 +90,7 @@ export class CheckedInserts {
       try {
         await this.#deps.insert(target.table, lines.slice(a, b), `${token}:${a}-${b}`, target.columns);
       } catch (e) {
-        if (!isDataError(e)) throw e;
+        if (!isRowError(e)) throw e;
         await this.#bisect(target, lines, a, b, token, e, refused);
       }
     }

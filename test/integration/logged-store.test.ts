@@ -1,7 +1,7 @@
 /**
  * The embedded store on real chDB: a commit is visible to the next query, what a crash left in the commit
- * log is applied at the next open exactly once, a row the engine refuses is set aside without holding up
- * the rest, and a store that cannot apply refuses new rows past its bound and loses none it took.
+ * log is applied at the next open exactly once, and a store that cannot apply refuses new rows past its bound
+ * and loses none it took. (What every store does with a row the engine refuses: store-contract.test.ts.)
  */
 import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -144,31 +144,6 @@ t.test('a torn write at the tail of the log is cut off and the rest applied', as
   t.same(await count('before-tear'), { rows: 2, distinct: 2 });
 });
 
-t.test('a row the engine refuses is set aside; the rest of its block is stored', async (t) => {
-  const rows = eventRows('poison', 9);
-  rows[4] = { ...rows[4]!, uuid: 'not-a-uuid' };
-  await store.insert('events', rows);
-  t.same(await count('poison'), { rows: 8, distinct: 8 });
-  const rejected = (await readFile(join(logDir, 'rejected.jsonl'), 'utf8')).trim().split('\n');
-  t.equal(rejected.length, 1);
-  t.match(JSON.parse(rejected[0]!), { table: 'events', row: /not-a-uuid/, error: /UUID/ });
-  const metric = await metrics.registry.getSingleMetricAsString('weir_store_rows_rejected_total');
-  t.match(metric, /weir_store_rows_rejected_total\{table="events"\} 1/);
-});
-
-t.test('a block whose every row is refused is kept and retried, not set aside', async (t) => {
-  const rejectedBefore = (await readFile(join(logDir, 'rejected.jsonl'), 'utf8')).trim().split('\n').length;
-  const rows = eventRows('all-bad', 4).map((r) => ({ ...r, uuid: 'not-a-uuid' }));
-  await store.insert('events', rows);
-  await t.rejects(count('all-bad'), 'the fault is not in a row: the block stays and reads fail');
-  const rejectedAfter = (await readFile(join(logDir, 'rejected.jsonl'), 'utf8')).trim().split('\n').length;
-  t.equal(rejectedAfter, rejectedBefore, 'nothing set aside');
-  // Clear the way for the next tests: a store whose log is stuck keeps failing reads until it is repaired.
-  await store.close();
-  await rm(logDir, { recursive: true, force: true });
-  store = await openEmbeddedStore(config, deps);
-});
-
 /** Rows as values, in the order of their first row's keys, and those keys. */
 function asValues(rows: readonly Row[]): { columns: string[]; values: unknown[][] } {
   const columns = Object.keys(rows[0]!);
@@ -203,20 +178,6 @@ t.test('a block of values and objects re-applied after a crash is stored once', 
     },
     async (when) => t.same(await count('mixed-twice'), { rows: 6, distinct: 6 }, when),
   );
-});
-
-t.test('a row of values the engine refuses is set aside as an object; the rest is stored', async (t) => {
-  const rejectedPath = join(logDir, 'rejected.jsonl');
-  const before = await readFile(rejectedPath, 'utf8').catch(() => '');
-  const { columns, values } = asValues(eventRows('poison-values', 7));
-  values[2]![columns.indexOf('uuid')] = 'not-a-uuid';
-  await store.insertValues('events', columns, values);
-  t.same(await count('poison-values'), { rows: 6, distinct: 6 });
-  const added = (await readFile(rejectedPath, 'utf8')).slice(before.length).trim().split('\n');
-  t.equal(added.length, 1);
-  const entry = JSON.parse(added[0]!) as { table: string; row: string; error: string };
-  t.match(entry, { table: 'events', error: /UUID/ });
-  t.match(JSON.parse(entry.row), { uuid: 'not-a-uuid', event: 'poison-values', distinct_id: 'user-2' });
 });
 
 t.test('a store that cannot apply refuses rows past its bound and loses none it took', async (t) => {

@@ -163,34 +163,6 @@ t.test('inserts past the bound of unanswered bytes are refused until the server 
   t.equal((await stored('held')).length, 3);
 });
 
-t.test('a row the server refuses is set aside; the rest of its block is stored', async (t) => {
-  const metrics = new Metrics({ defaultMetrics: false });
-  const dir = tempDir('weir-server-rejected-');
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const rejectedFile = join(dir, 'rejected.jsonl');
-  const own = await ServerStore.open(
-    config(db, { rejectedFile }),
-    { logger: createLogger('silent'), metrics },
-    {
-      migrate: false,
-    },
-  );
-  t.teardown(() => own.close());
-  const rows = eventRows('one-bad', 4);
-  rows[2] = { ...rows[2]!, uuid: 'not-a-uuid' };
-  await own.insert('events', rows);
-  t.same(
-    (await stored('one-bad')).map((r) => r['distinct_id']),
-    rows.filter((_, i) => i !== 2).map((r) => r['distinct_id']),
-  );
-  t.match(await metrics.registry.metrics(), /weir_store_rows_rejected_total\{table="events"\} 1/);
-  const [line, ...more] = readFileSync(rejectedFile, 'utf8').trim().split('\n');
-  t.same(more, []);
-  const set = JSON.parse(line!) as { table: string; row: string };
-  t.equal(set.table, 'events');
-  t.match(JSON.parse(set.row), { uuid: 'not-a-uuid', distinct_id: rows[2]['distinct_id'] }, 'the row, whole');
-});
-
 t.test('queries take typed parameters, whole numbers beyond 2^53 included', async (t) => {
   const got = await store.query<{ n: string; s: string; a: number[]; big: string }>(
     'SELECT toString({n:UInt64}) AS n, {s:String} AS s, {a:Array(UInt8)} AS a, toString({big:UInt128}) AS big',
@@ -271,6 +243,7 @@ t.test(
         'person_distinct_ids',
         'persons',
         'property_definitions',
+        'quarantine',
         'weir_migrations',
       ],
       'one set of tables',

@@ -1,18 +1,23 @@
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
-import type {
-  QueryOptions,
-  ParquetExporter,
-  ResultTable,
-  Row,
-  Store,
-  TableQueryOptions,
-  TableReader,
-  Values,
+import {
+  StoreUnavailable,
+  type QueryOptions,
+  type ParquetExporter,
+  type QuarantineFilter,
+  type QuarantinedRow,
+  type QuarantineReplay,
+  type QuarantineStore,
+  type ResultTable,
+  type Row,
+  type Store,
+  type TableQueryOptions,
+  type TableReader,
 } from '../../core/ports.ts';
 import { asError } from '../../errors/app-error.ts';
-import { jsonArrayOf, JsonRowEncoder } from '../json-rows.ts';
-import { StoreBusyError } from '../store-errors.ts';
+import { jsonArrayOf } from '../json-rows.ts';
+import { Quarantine } from '../quarantine.ts';
+import { PendingBytes, RowInserts } from '../row-inserts.ts';
 import type { ChdbClient } from './chdb-client.ts';
 import { CommitLog, comparePositions, type LogFrame, type LogPosition } from './commit-log.ts';
 import { LogApplier } from './log-applier.ts';
@@ -53,12 +58,13 @@ const COMMITS_IN_FLIGHT = 1;
  * read sees every committed row.
  *
  * Each block is applied with a deduplication token recorded before its inserts, so a block re-applied after
- * a crash is not stored twice. A row the engine refuses (bad data) is found by bisection, written to
- * `rejected.jsonl` beside the log, counted and logged; the rest of its block is applied (log-applier.ts). Any
- * other failure leaves the block in the log and is retried with backoff; past `maxPendingBytes` inserts are
- * refused, which capture answers with 503.
+ * a crash is not stored twice. A row the engine refuses is found by bisection and set aside in the store's
+ * quarantine, with the engine's reason; the rest of its block is applied (log-applier.ts), and neither the
+ * blocks behind it nor a restart ever wait on it. Any other failure (the engine cannot write) leaves the
+ * block in the log and is retried with backoff: past `maxPendingBytes` inserts are refused, which capture
+ * answers with 503, and reads, which must see every committed row, answer StoreUnavailable (503) meanwhile.
  */
-export class LoggedStore implements Store, TableReader, ParquetExporter {
+export class LoggedStore extends RowInserts implements Store, TableReader, ParquetExporter, QuarantineStore {
   /** chDB holds the data directory locked: nothing else writes these tables while this process runs. */
   readonly soleWriter = true;
   readonly commitsInFlight = COMMITS_IN_FLIGHT;
@@ -67,9 +73,11 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
   readonly #log: CommitLog;
   readonly #deps: LoggedStoreDeps;
   readonly #options: Required<LoggedStoreOptions>;
+  readonly #quarantine: Quarantine;
   /** Written, not yet applied, in log order. */
   #frames: LogFrame[] = [];
-  #pendingBytes = 0;
+  /** Bytes of the frames and of the appends under way. */
+  readonly #pending: PendingBytes;
   #applied: LogPosition;
   #applying: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -77,7 +85,6 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
   /** Pending bytes from which the applier starts at once rather than at its interval (see the class). */
   readonly #applyAtBytes: number;
   #closed = false;
-  readonly #encoder = new JsonRowEncoder();
   #visibleWaiters: { readonly target: LogPosition; readonly resolve: () => void }[] = [];
 
   private constructor(
@@ -87,8 +94,20 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
     options: Required<LoggedStoreOptions>,
     deps: LoggedStoreDeps,
   ) {
+    const pending = new PendingBytes(options.maxPendingBytes, 'committed and not yet applied', deps.metrics);
+    super(pending);
+    this.#pending = pending;
     this.#inner = inner;
-    this.#applier = new LogApplier({ dir: options.dir }, { engine: inner, ...deps });
+    this.#quarantine = new Quarantine({
+      insert: (table, data, token, columns) => inner.insertRaw(table, data, token, columns),
+      // A read of the quarantine applies the log first, as every read does, so it lists what was just set aside.
+      query: (sql, params) => this.query(sql, params),
+      ...deps,
+    });
+    this.#applier = new LogApplier({
+      engine: inner,
+      setAside: (target, rows, token) => this.#quarantine.setAside(target, rows, token),
+    });
     this.#log = log;
     this.#applied = applied;
     this.#options = options;
@@ -130,34 +149,6 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
     return store;
   }
 
-  insert(table: string, rows: readonly Row[]): Promise<void> {
-    return this.#insertRows(table, rows, undefined);
-  }
-
-  insertValues(table: string, columns: readonly string[], rows: readonly Values[]): Promise<void> {
-    return this.#insertRows(table, rows, columns);
-  }
-
-  #insertRows(
-    table: string,
-    rows: readonly Row[] | readonly Values[],
-    columns: readonly string[] | undefined,
-  ): Promise<void> {
-    if (rows.length === 0) return Promise.resolve();
-    let data: Buffer;
-    try {
-      data = this.encode(rows);
-    } catch (err) {
-      return Promise.reject(asError(err));
-    }
-    return this.insertEncoded(table, rows.length, [data], columns);
-  }
-
-  /** One JSON array of the rows (see JsonRowEncoder): the commit copies it into its frame. */
-  encode(rows: readonly Row[] | readonly Values[]): Buffer {
-    return this.#encoder.encode(rows);
-  }
-
   /**
    * Commits encodings of `encode` as one frame of the log: one JSON array of all their rows (all objects, or
    * all values in the order of `columns`).
@@ -172,8 +163,11 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
     if (this.#closed) return Promise.reject(new Error('the store is closed'));
     // (Logs of earlier versions hold one object a line; the applier reads both.)
     const data = jsonArrayOf(chunks);
-    if (this.#pendingBytes > 0 && this.#pendingBytes + data.length > this.#options.maxPendingBytes)
-      return Promise.reject(new StoreBusyError(this.#pendingBytes));
+    try {
+      this.#pending.admit(data.length);
+    } catch (err) {
+      return Promise.reject(asError(err));
+    }
     return this.#append(table, rows, data, columns);
   }
 
@@ -184,26 +178,16 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
     columns: readonly string[] | undefined,
   ): Promise<void> {
     const started = performance.now();
-    this.#pendingBytes += data.length;
+    this.#pending.add(data.length);
     let frame: LogFrame;
     try {
       frame = await this.#log.append(table, count, data, columns);
-    } catch (err) {
-      this.#pendingBytes -= data.length;
-      throw err;
+    } finally {
+      this.#pending.add(-data.length);
     }
-    this.#pendingBytes -= data.length;
     this.#deps.metrics.storeCommitDuration.observe((performance.now() - started) / 1000);
     this.#track(frame);
     this.#schedule();
-  }
-
-  /**
-   * Takes new requests while under three quarters of the bound; the last quarter is headroom for requests
-   * already taken, so a request is refused whole rather than stored in part.
-   */
-  accepting(): boolean {
-    return this.#pendingBytes <= this.#options.maxPendingBytes * 0.75;
   }
 
   async query<T = Row>(
@@ -213,7 +197,7 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
   ): Promise<T[]> {
     const end = this.#deps.metrics.storeQueryDuration.startTimer();
     try {
-      if (options.fresh !== false) await this.#applyAll();
+      if (options.fresh !== false) await this.#readable();
       return await this.#inner.query<T>(sql, params);
     } finally {
       end();
@@ -235,7 +219,7 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
   ): Promise<ResultTable> {
     const end = this.#deps.metrics.storeQueryDuration.startTimer();
     try {
-      await this.#applyAll();
+      await this.#readable();
       return await this.#inner.queryTable(sql, params, options);
     } finally {
       end();
@@ -249,8 +233,32 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
     path: string,
     options: TableQueryOptions = {},
   ): Promise<void> {
-    await this.#applyAll();
+    await this.#readable();
     await this.#inner.exportParquet(sql, params, path, options);
+  }
+
+  listQuarantined(filter: QuarantineFilter): Promise<QuarantinedRow[]> {
+    return this.#quarantine.listQuarantined(filter);
+  }
+
+  replayQuarantined(filter: QuarantineFilter): Promise<QuarantineReplay[]> {
+    return this.#quarantine.replayQuarantined(filter);
+  }
+
+  /**
+   * Applies what is committed, so a read sees every acknowledged row. When that fails, the engine cannot
+   * write now (a refused row never fails it: it is set aside): the read is told to come back, rather than
+   * answered with the applier's error.
+   */
+  async #readable(): Promise<void> {
+    try {
+      await this.#applyAll();
+    } catch (err) {
+      throw new StoreUnavailable(
+        'The store cannot apply the events it has committed right now, so a read would miss some; it retries on its own.',
+        { cause: err },
+      );
+    }
   }
 
   /**
@@ -286,14 +294,13 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
 
   #track(frame: LogFrame): void {
     this.#frames.push(frame);
-    this.#pendingBytes += frame.data.length;
-    this.#deps.metrics.storePendingBytes.set(this.#pendingBytes);
+    this.#pending.add(frame.data.length);
   }
 
   #schedule(): void {
     if (this.#applying || this.#closed) return;
     // After a failure the backoff's timer decides when to try again, however much waits.
-    if (this.#pendingBytes >= this.#applyAtBytes && this.#failures === 0) {
+    if (this.#pending.bytes >= this.#applyAtBytes && this.#failures === 0) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
       void this.#applyAll().catch(() => undefined);
@@ -383,8 +390,7 @@ export class LoggedStore implements Store, TableReader, ParquetExporter {
     let bytes = 0;
     for (const f of block) bytes += f.data.length;
     this.#frames.splice(0, block.length);
-    this.#pendingBytes -= bytes;
-    this.#deps.metrics.storePendingBytes.set(this.#pendingBytes);
+    this.#pending.add(-bytes);
     this.#deps.metrics.storeApplyDuration.observe((performance.now() - started) / 1000);
     this.#deps.metrics.storeApplyRows.observe(rows);
   }

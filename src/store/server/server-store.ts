@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { appendFile, mkdir } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
@@ -9,19 +7,23 @@ import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type {
   ParquetExporter,
+  QuarantineFilter,
+  QuarantinedRow,
+  QuarantineReplay,
+  QuarantineStore,
   ResultTable,
   Row,
   Store,
   TableQueryOptions,
   TableReader,
-  Values,
 } from '../../core/ports.ts';
 import { AdhocLimit } from '../adhoc-limit.ts';
-import { jsonArrayParts, jsonMemberParts, JsonRowEncoder, valuesAsRow } from '../json-rows.ts';
+import { jsonArrayParts, jsonMemberParts } from '../json-rows.ts';
 import { migrate } from '../migrate.ts';
-import { CheckedInserts, type InsertTarget } from '../refused-rows.ts';
+import { Quarantine } from '../quarantine.ts';
+import { CheckedInserts } from '../refused-rows.ts';
+import { PendingBytes, RowInserts } from '../row-inserts.ts';
 import { columnList, exactIntegers, INSERT_SETTINGS, sqlString } from '../sql.ts';
-import { StoreBusyError } from '../store-errors.ts';
 import { clusterStatements } from './cluster-schema.ts';
 import { RequestRetry } from './request-retry.ts';
 
@@ -38,12 +40,6 @@ export interface ServerStoreConfig {
   readonly maxPendingBytes: number;
   /** Longest one request may take, its answer included (a query's own limit is the engine's). */
   readonly requestTimeoutMs: number;
-  /**
-   * Where a row the server refuses as bad data is set aside (a JSON line, as the embedded store's
-   * `rejected.jsonl`); without it the row is only counted and logged without its content (logs never carry
-   * event bodies).
-   */
-  readonly rejectedFile?: string;
   /** Ad-hoc queries one project may have running at once (AdhocLimit). @default 4 */
   readonly adhocPerProject?: number;
 }
@@ -70,26 +66,35 @@ const COMMITS_IN_FLIGHT = 2;
  * An insert is one block of JSON bytes under a deduplication token of its own; a retry after a failure that
  * may have left the block stored (a connection reset before the answer, the server busy) sends the same
  * bytes under the same token, and the server stores the block once. A block the engine refuses as bad data
- * is bisected like the embedded store's (refused-rows.ts): the refused rows are set aside and counted, the
- * rest stored, so one bad row cannot hold a partition of the bus up for ever.
+ * is bisected like the embedded store's (refused-rows.ts): the refused rows are set aside in the quarantine
+ * table, which every process on the server shares, and the rest stored, so one bad row cannot hold a
+ * partition of the bus up for ever.
  */
-export class ServerStore implements Store, TableReader, ParquetExporter {
+export class ServerStore extends RowInserts implements Store, TableReader, ParquetExporter, QuarantineStore {
   readonly soleWriter = false;
   readonly commitsInFlight = COMMITS_IN_FLIGHT;
   readonly #client: ClickHouseClient;
   readonly #config: ServerStoreConfig;
   readonly #deps: ServerStoreDeps;
-  readonly #encoder = new JsonRowEncoder();
   readonly #inserts: CheckedInserts;
+  readonly #quarantine: Quarantine;
   readonly #retry: RequestRetry;
   readonly #adhoc: AdhocLimit;
   /** Settings of every insert: the shared ones, and on a cluster a Distributed insert that waits for shards. */
   readonly #insertSettings: Record<string, string | number>;
   /** Settings of every query: on a cluster, a subquery over a Distributed table is sent to every shard. */
   readonly #querySettings: Record<string, string | number>;
-  #pendingBytes = 0;
+  /** Bytes of inserts sent and not yet answered. */
+  readonly #pending: PendingBytes;
 
   private constructor(client: ClickHouseClient, config: ServerStoreConfig, deps: ServerStoreDeps) {
+    const pending = new PendingBytes(
+      config.maxPendingBytes,
+      'sent to the server and not yet answered',
+      deps.metrics,
+    );
+    super(pending);
+    this.#pending = pending;
     this.#client = client;
     this.#config = config;
     this.#deps = deps;
@@ -97,9 +102,16 @@ export class ServerStore implements Store, TableReader, ParquetExporter {
     this.#adhoc = new AdhocLimit(config.adhocPerProject ?? 4, () =>
       deps.metrics.storeReadsRefused.inc({ kind: 'adhoc', reason: 'adhoc_limit' }),
     );
+    const insert = (
+      table: string,
+      data: readonly Buffer[],
+      token: string,
+      columns: readonly string[] | undefined,
+    ): Promise<void> => this.#insertBlock(table, data, token, columns);
+    this.#quarantine = new Quarantine({ insert, query: (sql, params) => this.query(sql, params), ...deps });
     this.#inserts = new CheckedInserts({
-      insert: (table, data, token, columns) => this.#insertBlock(table, data, token, columns),
-      refuse: (target, line, err) => this.#refuse(target, line, err),
+      insert,
+      setAside: (target, rows, token) => this.#quarantine.setAside(target, rows, token),
     });
     const onCluster = config.cluster !== undefined;
     // Without it a Distributed table answers an insert once the rows are queued on this node, before any
@@ -173,28 +185,6 @@ export class ServerStore implements Store, TableReader, ParquetExporter {
     return this.#config.cluster === undefined ? '' : ` ON CLUSTER ${sqlString(this.#config.cluster)}`;
   }
 
-  insert(table: string, rows: readonly Row[]): Promise<void> {
-    return this.#insertRows(table, rows, undefined);
-  }
-
-  insertValues(table: string, columns: readonly string[], rows: readonly Values[]): Promise<void> {
-    return this.#insertRows(table, rows, columns);
-  }
-
-  async #insertRows(
-    table: string,
-    rows: readonly Row[] | readonly Values[],
-    columns: readonly string[] | undefined,
-  ): Promise<void> {
-    if (rows.length === 0) return;
-    await this.insertEncoded(table, rows.length, [this.encode(rows)], columns);
-  }
-
-  /** One JSON array of the rows (see JsonRowEncoder): held as bytes until the insert that sends it. */
-  encode(rows: readonly Row[] | readonly Values[]): Buffer {
-    return this.#encoder.encode(rows);
-  }
-
   /**
    * Inserts encodings of `encode` as one block under a new deduplication token, retried whole under that
    * token (see the class). Refused with StoreBusyError while the bytes of inserts not yet answered are past
@@ -209,9 +199,8 @@ export class ServerStore implements Store, TableReader, ParquetExporter {
     if (rows === 0) return;
     let bytes = 0;
     for (const c of chunks) bytes += c.length;
-    if (this.#pendingBytes > 0 && this.#pendingBytes + bytes > this.#config.maxPendingBytes)
-      throw new StoreBusyError(this.#pendingBytes, 'sent to the server and not yet answered');
-    this.#pending(bytes);
+    this.#pending.admit(bytes);
+    this.#pending.add(bytes);
     try {
       await this.#inserts.insert(
         { table, columns },
@@ -219,13 +208,8 @@ export class ServerStore implements Store, TableReader, ParquetExporter {
         randomUUID(),
       );
     } finally {
-      this.#pending(-bytes);
+      this.#pending.add(-bytes);
     }
-  }
-
-  #pending(bytes: number): void {
-    this.#pendingBytes += bytes;
-    this.#deps.metrics.storePendingBytes.set(this.#pendingBytes);
   }
 
   /** One block, as bytes: JSONEachRow (one array of objects) or JSONCompactEachRow (rows of `columns`). */
@@ -257,24 +241,12 @@ export class ServerStore implements Store, TableReader, ParquetExporter {
     );
   }
 
-  async #refuse({ table, columns }: InsertTarget, line: Buffer, err: unknown): Promise<void> {
-    const error = err instanceof Error ? err.message.split('\n')[0] : String(err);
-    this.#deps.metrics.storeRowsRejected.inc({ table });
-    const file = this.#config.rejectedFile;
-    this.#deps.logger.error(
-      { table, error, file },
-      'the ClickHouse server refused a row as bad data; the rest of its block is stored',
-    );
-    if (file === undefined) return;
-    // A row of values is set aside as an object, named the way an operator reads it.
-    const row = columns ? JSON.stringify(valuesAsRow(columns, line)) : line.toString('utf8').trimEnd();
-    await mkdir(dirname(file), { recursive: true });
-    await appendFile(file, `${JSON.stringify({ at: new Date().toISOString(), table, error, row })}\n`);
+  listQuarantined(filter: QuarantineFilter): Promise<QuarantinedRow[]> {
+    return this.#quarantine.listQuarantined(filter);
   }
 
-  /** Inserts not yet answered are under the bound's last quarter (see LoggedStore.accepting). */
-  accepting(): boolean {
-    return this.#pendingBytes <= this.#config.maxPendingBytes * 0.75;
+  replayQuarantined(filter: QuarantineFilter): Promise<QuarantineReplay[]> {
+    return this.#quarantine.replayQuarantined(filter);
   }
 
   /** An insert is visible once the server has answered it. */
