@@ -50,7 +50,12 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
       return { ...served, catalog, metrics, store };
     }
     const inFlight = mountCapture(app, config, { catalog, bus: bus.bus, metrics, logger });
-    mountApi(app, config, { catalog, store, inFlight, logger, metrics, propertyDefinitions }, teardown);
+    mountApi(
+      app,
+      config,
+      { catalog, store, quarantine: store, inFlight, logger, metrics, propertyDefinitions },
+      teardown,
+    );
     const served = await serveRole(
       app,
       config,
@@ -83,7 +88,12 @@ async function serveWithCaptureThreads(
 ): Promise<{ port: number; url: string; close: () => Promise<void> }> {
   const { catalog, store, bus, metrics, logger, propertyDefinitions } = deps;
   const inFlight = new InFlight();
-  mountApi(app, config, { catalog, store, inFlight, logger, metrics, propertyDefinitions }, teardown);
+  mountApi(
+    app,
+    config,
+    { catalog, store, quarantine: store, inFlight, logger, metrics, propertyDefinitions },
+    teardown,
+  );
   // Set once the threads run; the ops routes are registered (and may be asked) before that.
   const started: { threads?: CaptureThreads } = {};
   const internal = await serveRole(

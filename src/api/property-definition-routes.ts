@@ -13,6 +13,7 @@ import type { InFlight } from '../http/in-flight.ts';
 import { apiRoute, type ApiRequest } from './api-route.ts';
 import { authenticate } from './auth.ts';
 import { invalid, objectBody, requirePresent } from './json-input.ts';
+import { integerParam } from './query-params.ts';
 
 export interface PropertyDefinitionRoutesDeps {
   readonly catalog: Catalog;
@@ -113,15 +114,6 @@ function parentParam(req: ApiRequest): PropertyParent | undefined {
     throw invalid('type', `'type' is event or person.`);
   }
   return type as PropertyParent;
-}
-
-function integerParam(req: ApiRequest, name: string, fallback: number, min: number, max: number): number {
-  const raw = req.query.get(name);
-  if (raw === null || raw === '') return fallback;
-  if (!/^\d{1,16}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw invalid(name, `'${name}' must be a whole number from ${min} to ${max}.`);
-  }
-  return Number(raw);
 }
 
 /** A definition as PostHog's API shows one, plus when it was seen; `events` for event properties only. */

@@ -17,6 +17,9 @@ commands:
                             port 8002
   sql [--data-dir DIR] SQL  run ClickHouse SQL on a stopped Weir's data directory (or on the server of
                             WEIR_CLICKHOUSE_URL); prints JSON lines
+  quarantine list|replay    the rows the store refused and set aside: list them, or store them again after a
+                            fix, on a stopped Weir's data directory or WEIR_CLICKHOUSE_URL's server (weir
+                            quarantine --help; the API does the same on a running Weir)
   catalog export            print the catalog as JSON: NATS KV with --nats-url, else --data-dir's file
   catalog import FILE|-     fill an empty catalog (NATS KV with --nats-url, else --data-dir's file) with it
   bench capture|compare     benchmark any PostHog-compatible capture endpoint (open loop, HDR histograms, a
@@ -44,6 +47,10 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'import') {
     const { runImportCommand } = await import('./import.ts');
     return runImportCommand(rest);
+  }
+  if (command === 'quarantine') {
+    const { runQuarantine } = await import('./quarantine.ts');
+    return runQuarantine(rest);
   }
   const { values, positionals } = parseArgs({
     args: rest,

@@ -2,12 +2,13 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import { registerEndpointRoutes } from '../api/endpoint-routes.ts';
 import { registerEndpointRunRoutes } from '../api/endpoint-run-routes.ts';
 import { registerManagementRoutes } from '../api/management-routes.ts';
+import { registerQuarantineRoutes } from '../api/quarantine-routes.ts';
 import { registerQueryRoutes } from '../api/query-routes.ts';
 import { registerConsoleRoutes } from '../console/console-routes.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
-import type { Catalog, Endpoint, ParquetExporter, TableReader } from '../core/ports.ts';
+import type { Catalog, Endpoint, ParquetExporter, QuarantineStore, TableReader } from '../core/ports.ts';
 import { endpointEtag } from '../api/endpoint-etag.ts';
 import type { PropertyCatalog } from '../core/property-catalog.ts';
 import type { PropertyDefinitions } from '../core/property-types.ts';
@@ -34,6 +35,11 @@ export function mountApi(
       onEndpointChange?(listener: (endpointId: string, endpoint: Endpoint | undefined) => void): void;
     };
     readonly store: TableReader & ParquetExporter;
+    /**
+     * The rows the store set aside, where this process opens the store itself (a query node reading an
+     * embedded store through its owner has none: the owner's API serves them).
+     */
+    readonly quarantine?: QuarantineStore;
     readonly inFlight: InFlight;
     readonly logger: Logger;
     readonly metrics: Metrics;
@@ -118,6 +124,7 @@ export function mountApi(
   });
   registerManagementRoutes(app, deps);
   registerPropertyDefinitionRoutes(app, deps);
+  if (deps.quarantine) registerQuarantineRoutes(app, { ...deps, quarantine: deps.quarantine });
   registerQueryRoutes(app, { ...deps, limits, database, properties: deps.propertyDefinitions });
   registerEndpointRoutes(app, { ...deps, onEndpointChanged, materializations });
   registerEndpointRunRoutes(app, { ...deps, runner, maxLimit: limits.maxResultRows });

@@ -35,7 +35,12 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
     const app = uWS.App();
     // The process that owns the store and the catalog also answers the query, management and endpoint APIs.
     const inFlight = new InFlight();
-    mountApi(app, config, { catalog, store, inFlight, logger, metrics, propertyDefinitions }, teardown);
+    mountApi(
+      app,
+      config,
+      { catalog, store, quarantine: store, inFlight, logger, metrics, propertyDefinitions },
+      teardown,
+    );
     // `weir query` nodes run their queries here: the embedded engine is in this process only.
     if (config.storeToken !== undefined)
       registerStoreRoutes(app, {

@@ -3,7 +3,7 @@ import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
 import { InFlight } from '../http/in-flight.ts';
-import type { ParquetExporter, Store, TableReader } from '../core/ports.ts';
+import type { ParquetExporter, QuarantineStore, Store, TableReader } from '../core/ports.ts';
 import { openStore } from '../store/open-store.ts';
 import { RemoteStore } from '../store/remote-store.ts';
 import { mountApi } from './api.ts';
@@ -45,11 +45,13 @@ export async function startQueryRole(config: Config, logger: Logger): Promise<Qu
     const catalog = await openCatalog(config, { metrics, logger }, teardown);
     let store: TableReader & ParquetExporter & Pick<Store, 'query' | 'insert'>;
     let owner: RemoteStore | undefined;
+    let quarantine: QuarantineStore | undefined;
     if (config.clickhouseUrl !== undefined) {
       // Its own connections to the server; the schema is left to the processes that write.
       const server = await openStore(config, { logger, metrics }, { migrate: false });
       teardown.push('close the connections to ClickHouse', () => server.close());
       store = server;
+      quarantine = server;
     } else {
       const queryMs = config.queryTimeoutSeconds * 1000;
       owner = new RemoteStore({
@@ -69,7 +71,12 @@ export async function startQueryRole(config: Config, logger: Logger): Promise<Qu
 
     const app = uWS.App();
     const inFlight = new InFlight();
-    mountApi(app, config, { catalog, store, inFlight, logger, metrics, propertyDefinitions }, teardown);
+    mountApi(
+      app,
+      config,
+      { catalog, store, quarantine, inFlight, logger, metrics, propertyDefinitions },
+      teardown,
+    );
     const served = await serveRole(
       app,
       config,
