@@ -83,3 +83,19 @@ export function authenticate(catalog: Catalog, authorization: string | undefined
   }
   return new Caller(key, catalog);
 }
+
+/**
+ * The id of the project a path names, for a caller who reaches it and holds `scope`: 401, then 403 / 404, then
+ * 403, in the order `Caller` suggests.
+ */
+export function projectWithScope(
+  catalog: Catalog,
+  authorization: string,
+  projectParam: string,
+  scope: Scope,
+): number {
+  const who = authenticate(catalog, authorization);
+  const project = who.requireProject(projectParam);
+  who.requireScope(scope);
+  return project.id;
+}

@@ -11,7 +11,7 @@ import { PROPERTY_TYPES, type PropertyType } from '../core/property-types.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { apiRoute, type ApiRequest } from './api-route.ts';
-import { authenticate } from './auth.ts';
+import { projectWithScope } from './auth.ts';
 import { invalid, objectBody, requirePresent } from './json-input.ts';
 import { integerParam } from './query-params.ts';
 
@@ -42,7 +42,7 @@ export function registerPropertyDefinitionRoutes(
   ]) {
     apiRoute(app, deps, base, {
       get: (req) => {
-        const projectId = reader(deps, req, 'query:read');
+        const projectId = projectWithScope(deps.catalog, req.authorization, req.params[0]!, 'query:read');
         const { results, count } = definitions.list(projectId, {
           type: parentParam(req),
           search: req.query.get('search') ?? undefined,
@@ -55,11 +55,11 @@ export function registerPropertyDefinitionRoutes(
 
     apiRoute(app, deps, `${base}:type/:name/`, {
       get: (req) => {
-        const projectId = reader(deps, req, 'query:read');
+        const projectId = projectWithScope(deps.catalog, req.authorization, req.params[0]!, 'query:read');
         return { status: 200, body: definitionJson(found(definitions, projectId, req)) };
       },
       patch: async (req) => {
-        const projectId = reader(deps, req, 'project:write');
+        const projectId = projectWithScope(deps.catalog, req.authorization, req.params[0]!, 'project:write');
         const current = found(definitions, projectId, req);
         const body = objectBody(req.body, ['property_type']);
         const value = requirePresent(body, 'property_type');
@@ -76,18 +76,6 @@ export function registerPropertyDefinitionRoutes(
       },
     });
   }
-}
-
-/** The project of the path, for a caller with `scope` on it (401, then 403 / 404, then 403). */
-function reader(
-  deps: PropertyDefinitionRoutesDeps,
-  req: ApiRequest,
-  scope: 'query:read' | 'project:write',
-): number {
-  const who = authenticate(deps.catalog, req.authorization);
-  const project = who.requireProject(req.params[0]!);
-  who.requireScope(scope);
-  return project.id;
 }
 
 function found(definitions: PropertyCatalog, projectId: number, req: ApiRequest): PropertyDefinition {

@@ -3,7 +3,7 @@ import type { Logger } from '../core/logger.ts';
 import type { Catalog, QuarantinedRow, QuarantineStore } from '../core/ports.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { apiRoute, type ApiRequest } from './api-route.ts';
-import { authenticate } from './auth.ts';
+import { projectWithScope } from './auth.ts';
 import { invalid, isPresent, objectBody } from './json-input.ts';
 import { integerParam } from './query-params.ts';
 
@@ -27,7 +27,7 @@ export function registerQuarantineRoutes(app: TemplatedApp, deps: QuarantineRout
   for (const base of ['/api/projects/:id/quarantine/', '/api/environments/:id/quarantine/']) {
     apiRoute(app, deps, base, {
       get: async (req) => {
-        const projectId = projectOf(deps, req, 'query:read');
+        const projectId = projectWithScope(deps.catalog, req.authorization, req.params[0]!, 'query:read');
         const rows = await deps.quarantine.listQuarantined({
           projectId,
           status: statusParam(req),
@@ -39,7 +39,7 @@ export function registerQuarantineRoutes(app: TemplatedApp, deps: QuarantineRout
     });
     apiRoute(app, deps, `${base}replay/`, {
       post: async (req) => {
-        const projectId = projectOf(deps, req, 'project:write');
+        const projectId = projectWithScope(deps.catalog, req.authorization, req.params[0]!, 'project:write');
         const body = req.body === undefined ? {} : objectBody(req.body, ['ids']);
         const ids = isPresent(body, 'ids') ? idsOf(body['ids']) : undefined;
         const results = await deps.quarantine.replayQuarantined({ projectId, ids });
@@ -54,18 +54,6 @@ export function registerQuarantineRoutes(app: TemplatedApp, deps: QuarantineRout
       },
     });
   }
-}
-
-/** The project of the path, for a caller with `scope` on it (401, then 403 / 404, then 403). */
-function projectOf(
-  deps: QuarantineRoutesDeps,
-  req: ApiRequest,
-  scope: 'query:read' | 'project:write',
-): number {
-  const who = authenticate(deps.catalog, req.authorization);
-  const project = who.requireProject(req.params[0]!);
-  who.requireScope(scope);
-  return project.id;
 }
 
 function statusParam(req: ApiRequest): 'held' | 'replayed' | undefined {
