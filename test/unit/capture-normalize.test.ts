@@ -176,23 +176,26 @@ t.test('one event over 1 MiB is payload_too_large, when the body was big enough 
   t.end();
 });
 
-t.test('$set and $set_once at the top of an event join its properties (the top-level value wins, as in PostHog)', (t) => {
-  const e = event(
-    normalizeEvent(
-      {
-        event: '$identify',
-        distinct_id: 'd',
-        $set: { a: 1, b: 1 },
-        $set_once: { c: 1 },
-        properties: { $set: { b: 2 } },
-      },
-      0,
-      ctx(),
-    ),
-  );
-  t.same(e.properties, { $set: { a: 1, b: 1 }, $set_once: { c: 1 } });
-  t.end();
-});
+t.test(
+  '$set and $set_once at the top of an event join its properties (the top-level value wins, as in PostHog)',
+  (t) => {
+    const e = event(
+      normalizeEvent(
+        {
+          event: '$identify',
+          distinct_id: 'd',
+          $set: { a: 1, b: 1 },
+          $set_once: { c: 1 },
+          properties: { $set: { b: 2 } },
+        },
+        0,
+        ctx(),
+      ),
+    );
+    t.same(e.properties, { $set: { a: 1, b: 1 }, $set_once: { c: 1 } });
+    t.end();
+  },
+);
 
 t.test('normalizeDistinctId', (t) => {
   t.equal(normalizeDistinctId(12), '12');
