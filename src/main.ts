@@ -16,7 +16,7 @@ import { mountCapture } from './roles/capture-role.ts';
 import { consumeBus, openDataDir, openPropertyDefinitions, startIngest, type Weir } from './roles/owner.ts';
 import type { PropertyDefinitionRegistry } from './ingest/property-definitions.ts';
 import { serveRole } from './roles/serve.ts';
-import { Teardown } from './roles/teardown.ts';
+import { CUT_OFF_REQUESTS, PUBLISHED, Teardown } from './roles/teardown.ts';
 
 export type { Weir } from './roles/owner.ts';
 
@@ -63,7 +63,15 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
       teardown,
       { message: 'weir is ready', dataDir: config.dataDir },
     );
-    return { port: served.port, url: served.url, catalog, metrics, store, close: served.close };
+    return {
+      port: served.port,
+      url: served.url,
+      catalog,
+      metrics,
+      store,
+      close: served.close,
+      shutdownState: served.shutdownState,
+    };
   } catch (err) {
     return teardown.abandon(err);
   }
@@ -85,7 +93,7 @@ async function serveWithCaptureThreads(
     propertyDefinitions: PropertyDefinitionRegistry;
   },
   teardown: Teardown,
-): Promise<{ port: number; url: string; close: () => Promise<void> }> {
+): Promise<Pick<Weir, 'port' | 'url' | 'close' | 'shutdownState'>> {
   const { catalog, store, bus, metrics, logger, propertyDefinitions } = deps;
   const inFlight = new InFlight();
   mountApi(
@@ -116,13 +124,17 @@ async function serveWithCaptureThreads(
   );
   const threads = await CaptureThreads.start(config, { bus: bus.bus, catalog, logger, target: internal.url });
   started.threads = threads;
-  teardown.push('finish capture requests and stop the capture threads', async () => {
-    await threads.drain(config.shutdownTimeoutMs);
-    await threads.stop();
-  });
+  teardown.push(
+    'finish capture requests and stop the capture threads',
+    async () => {
+      await threads.drain(config.shutdownTimeoutMs);
+      await threads.stop();
+    },
+    CUT_OFF_REQUESTS,
+  );
   const url = httpUrl(config.host, threads.port);
   logger.info({ url, captureThreads: config.captureThreads, dataDir: config.dataDir }, 'weir is ready');
-  return { port: threads.port, url, close: internal.close };
+  return { port: threads.port, url, close: internal.close, shutdownState: internal.shutdownState };
 }
 
 /**
@@ -142,7 +154,7 @@ async function openBus(
   }
   const consumers = await consumeBus({ ...config, natsUrl }, deps, teardown);
   const bus = await JetStreamBus.connect({ ...config, natsUrl }, deps);
-  teardown.push('close the bus', () => bus.close());
+  teardown.push('close the bus', () => bus.close(), PUBLISHED);
   deps.logger.info({ natsUrl }, 'using the JetStream bus');
   return { bus, isReady: () => bus.isReady() && consumers.isReady() };
 }

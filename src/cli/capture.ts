@@ -12,5 +12,5 @@ export async function runCapture(flags: Record<string, string | undefined>): Pro
   process.stderr.write(
     `Weir capture is listening on ${capture.url} (publishing to ${config.natsUrl}; keys from ${catalogPlace(config)})\n`,
   );
-  return runUntilSignal(capture, logger);
+  return runUntilSignal(capture, logger, config);
 }

@@ -24,5 +24,5 @@ export async function runIngest(flags: Record<string, string | undefined>): Prom
       ? 'that of your `weir capture` processes'
       : `that of your \`weir capture --data-dir ${config.dataDir}\` processes`,
   );
-  return runUntilSignal(ingest, logger);
+  return runUntilSignal(ingest, logger, config);
 }

@@ -20,5 +20,5 @@ export async function runQuery(flags: Record<string, string | undefined>): Promi
     query.catalog.bootstrap,
     'that of your `weir capture` processes',
   );
-  return runUntilSignal(query, logger);
+  return runUntilSignal(query, logger, config);
 }

@@ -134,8 +134,15 @@ export interface Config {
   readonly storeReadersPerProject: number;
   /** MiB of endpoint run results kept in memory for `refresh: cache`. @default 128 */
   readonly endpointCacheMb: number;
-  /** Longest a graceful shutdown waits for in-flight work before giving up. @default 15000 */
+  /** Longest a graceful shutdown waits for requests in progress before it goes on. @default 15000 */
   readonly shutdownTimeoutMs: number;
+  /**
+   * Seconds from SIGTERM (or SIGINT) to the exit, whatever the shutdown still waits for (a ClickHouse or NATS
+   * that stopped answering): past it the process says in one line which step was cut short and what that
+   * leaves, and exits 3. Below Kubernetes' default grace period of 30 s, so the process, not SIGKILL, ends
+   * it, and says so. @default 25
+   */
+  readonly shutdownDeadlineSeconds: number;
   /**
    * MiB of materializations the query actors hold in memory as Arrow tables, all together (each actor its
    * share); past it the least recently used is dropped and read again from object storage on its next run.
@@ -452,6 +459,12 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     env: 'WEIR_SHUTDOWN_TIMEOUT_MS',
     parse: int(0, 3_600_000),
     default: 15_000,
+  },
+  shutdownDeadlineSeconds: {
+    key: 'shutdownDeadlineSeconds',
+    env: 'WEIR_SHUTDOWN_DEADLINE_SECONDS',
+    parse: int(1, 3600),
+    default: 25,
   },
   materializedMemoryMb: {
     key: 'materializedMemoryMb',

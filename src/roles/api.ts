@@ -109,7 +109,11 @@ export function mountApi(
   );
   changed.invalidate = (id) => runner.invalidate(id);
   if (materializing) materializations.start();
-  teardown.push('stop refreshing materializations', () => materializations.close());
+  teardown.push(
+    'stop refreshing materializations',
+    () => materializations.close(),
+    'a refresh under way is left unfinished: its lease lapses and the version is refreshed again',
+  );
   const onEndpointChanged = (id: string): void => runner.invalidate(id);
   // Another process's change of an endpoint (a shared catalog) drops what this one cached of it too, when it
   // changes what a run answers: its definition or the results served. A refresh's lease, renewed every 20 s

@@ -10,7 +10,7 @@ import type { Bus, ProjectKeys } from '../core/ports.ts';
 import { openProjectKeys } from './catalog.ts';
 import { InFlight } from '../http/in-flight.ts';
 import { serveRole } from './serve.ts';
-import { Teardown } from './teardown.ts';
+import { PUBLISHED, Teardown, type TeardownState } from './teardown.ts';
 
 /**
  * `weir capture`: HTTP capture publishing to JetStream, and nothing else — no store, no data-directory lock,
@@ -26,6 +26,8 @@ export interface CaptureRole {
   readonly catalog: ProjectKeys;
   /** Stops taking requests, finishes those in progress (their publishes are acknowledged or refused), closes. */
   close(): Promise<void>;
+  /** Where `close` is, for the shutdown deadline's last line. */
+  shutdownState(): TeardownState;
 }
 
 /**
@@ -54,7 +56,7 @@ export async function startCaptureRole(config: Config, logger: Logger): Promise<
     const projects = await openProjectKeys(config, { metrics, logger }, teardown);
     const catalog = projects.keys;
     const bus = await JetStreamBus.connect({ ...config, natsUrl }, { metrics, logger });
-    teardown.push('close the bus', () => bus.close());
+    teardown.push('close the bus', () => bus.close(), PUBLISHED);
 
     const app = uWS.App();
     const inFlight = mountCapture(app, config, { catalog, bus, metrics, logger });
@@ -70,7 +72,14 @@ export async function startCaptureRole(config: Config, logger: Logger): Promise<
         catalog: config.catalog === 'nats' ? `nats:${config.catalogBucket}` : config.dataDir,
       },
     );
-    return { port: served.port, url: served.url, metrics, catalog, close: served.close };
+    return {
+      port: served.port,
+      url: served.url,
+      metrics,
+      catalog,
+      close: served.close,
+      shutdownState: served.shutdownState,
+    };
   } catch (err) {
     return teardown.abandon(err);
   }

@@ -63,7 +63,15 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
         dataDir: config.dataDir,
       },
     );
-    return { port: served.port, url: served.url, catalog, metrics, store, close: served.close };
+    return {
+      port: served.port,
+      url: served.url,
+      catalog,
+      metrics,
+      store,
+      close: served.close,
+      shutdownState: served.shutdownState,
+    };
   } catch (err) {
     return teardown.abandon(err);
   }

@@ -11,7 +11,10 @@ import { PropertyDefinitionRegistry } from '../ingest/property-definitions.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
 import { embeddedStore, openStore, type OpenedStore } from '../store/open-store.ts';
 import { openCatalog, type RoleCatalog } from './catalog.ts';
-import type { Teardown } from './teardown.ts';
+import type { Teardown, TeardownState } from './teardown.ts';
+
+/** What a shutdown cut short while ingest still commits leaves with JetStream: nothing lost, the bus has it. */
+const UNACKNOWLEDGED = 'uncommitted batches are left unacknowledged on the bus and will be redelivered';
 
 /**
  * The parts of the process that owns a data directory (`weir start`, `weir ingest`): the lock, the catalog,
@@ -29,6 +32,8 @@ export interface Weir {
   readonly store: Store;
   /** Stops taking work, finishes what is in progress, commits what was accepted, releases the data directory. */
   close(): Promise<void>;
+  /** Where `close` is, for the shutdown deadline's last line. */
+  shutdownState(): TeardownState;
 }
 
 export interface OwnedDataDir {
@@ -52,11 +57,21 @@ export async function openDataDir(
   await freePort(config.host, config.port);
   if (embeddedStore(config) || config.catalog === 'file') {
     const lock = DataDirLock.acquire(config.dataDir);
-    teardown.push('release the data directory', () => lock.release());
+    teardown.push(
+      'release the data directory',
+      () => lock.release(),
+      'the lock file names a process that is gone: the next start takes it over',
+    );
   }
   const catalog = await openCatalog(config, deps, teardown);
   const store = await openStore(config, deps);
-  teardown.push('close the store', () => store.close());
+  teardown.push(
+    'close the store',
+    () => store.close(),
+    embeddedStore(config)
+      ? 'committed rows stay in the commit log and are applied at the next start'
+      : undefined,
+  );
   return { catalog, store };
 }
 
@@ -82,7 +97,11 @@ export async function openPropertyDefinitions(
     deps,
   );
   await definitions.start();
-  teardown.push('store the property definitions', () => definitions.close());
+  teardown.push(
+    'store the property definitions',
+    () => definitions.close(),
+    'property definitions seen since the last write are not stored until events carrying them arrive again',
+  );
   return definitions;
 }
 
@@ -103,7 +122,13 @@ export async function startIngest(
       : undefined;
   const ingest = new IngestService(config, { ...deps, sharedState });
   await ingest.start(config.dedupWindow);
-  teardown.push('commit what ingest holds', () => ingest.drain());
+  teardown.push(
+    'commit what ingest holds',
+    () => ingest.drain(),
+    config.natsUrl === undefined
+      ? 'events not yet committed were not answered 200: their clients send them again'
+      : UNACKNOWLEDGED,
+  );
   return ingest;
 }
 
@@ -126,13 +151,35 @@ async function openSharedState(
   return state;
 }
 
-/** Consumes every lane of the JetStream bus into ingest; on shutdown, stops pulling and acks what it handled. */
+/**
+ * Consumes every lane of the JetStream bus into ingest; on shutdown, stops pulling and acks what it handled.
+ * A batch it could not commit (the store unreachable) or acknowledge (NATS unreachable) is safe on the bus,
+ * but the shutdown was not clean: the step fails, saying so, and the process exits non-zero.
+ */
 export async function consumeBus(
   config: Config & { natsUrl: string },
   deps: { ingest: IngestService; metrics: Metrics; logger: Logger },
   teardown: Teardown,
 ): Promise<IngestConsumers> {
   const consumers = await IngestConsumers.start(config, { sink: deps.ingest, ...deps });
-  teardown.push('stop consuming', () => consumers.stop());
+  teardown.push(
+    'stop consuming',
+    async () => {
+      const left = await consumers.stop();
+      const problems: string[] = [];
+      if (left.unacknowledged > 0)
+        problems.push(
+          `${left.unacknowledged} batch(es) ingest could not commit or acknowledge are left unacknowledged ` +
+            'on the bus and will be redelivered',
+        );
+      if (left.unconfirmed)
+        problems.push(
+          'NATS did not confirm the last acknowledgements in time: those batches may be delivered again, ' +
+            'and their events are then dropped as duplicates',
+        );
+      if (problems.length > 0) throw new Error(problems.join('; '));
+    },
+    UNACKNOWLEDGED,
+  );
   return consumers;
 }

@@ -10,7 +10,7 @@ import { mountApi } from './api.ts';
 import { openCatalog, type RoleCatalog } from './catalog.ts';
 import { RemotePropertyDefinitions } from './remote-properties.ts';
 import { serveRole } from './serve.ts';
-import { Teardown } from './teardown.ts';
+import { Teardown, type TeardownState } from './teardown.ts';
 
 /**
  * `weir query`: the query API, the management API and endpoint runs, on any machine and in any number. It
@@ -27,6 +27,8 @@ export interface QueryRole {
   readonly metrics: Metrics;
   /** Stops taking requests, finishes those in progress, stops refreshing, closes. */
   close(): Promise<void>;
+  /** Where `close` is, for the shutdown deadline's last line. */
+  shutdownState(): TeardownState;
 }
 
 export async function startQueryRole(config: Config, logger: Logger): Promise<QueryRole> {
@@ -99,7 +101,14 @@ export async function startQueryRole(config: Config, logger: Logger): Promise<Qu
         bucket: config.catalogBucket,
       },
     );
-    return { port: served.port, url: served.url, catalog, metrics, close: served.close };
+    return {
+      port: served.port,
+      url: served.url,
+      catalog,
+      metrics,
+      close: served.close,
+      shutdownState: served.shutdownState,
+    };
   } catch (err) {
     return teardown.abandon(err);
   }

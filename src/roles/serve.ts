@@ -5,13 +5,15 @@ import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { drainRequests, listen } from '../http/server.ts';
-import type { Teardown } from './teardown.ts';
+import { CUT_OFF_REQUESTS, type Teardown, type TeardownState } from './teardown.ts';
 
 export interface Served {
   readonly port: number;
   readonly url: string;
   /** Not ready any more, then the teardown in reverse order; the same promise on every call. */
   readonly close: () => Promise<void>;
+  /** Where `close` is: what a shutdown cut short would leave (cli/run-until-signal.ts). */
+  readonly shutdownState: () => TeardownState;
 }
 
 /**
@@ -45,10 +47,14 @@ export async function serveRole(
     moreMetrics: deps.moreMetrics,
   });
   const server = await listen(app, config.host, config.port, { sharePort: deps.sharePort ?? false });
-  teardown.push(inFlight ? 'finish requests in progress' : 'stop listening', async () => {
-    server.stopListening();
-    if (inFlight) await drainRequests(inFlight, config.shutdownTimeoutMs, logger);
-  });
+  teardown.push(
+    inFlight ? 'finish requests in progress' : 'stop listening',
+    async () => {
+      server.stopListening();
+      if (inFlight) await drainRequests(inFlight, config.shutdownTimeoutMs, logger);
+    },
+    inFlight ? CUT_OFF_REQUESTS : undefined,
+  );
   ready = true;
   const { message, ...fields } = announce;
   logger.info({ url: server.url, ...fields }, message);
@@ -60,5 +66,5 @@ export async function serveRole(
       await teardown.run();
       logger.info('stopped');
     })());
-  return { port: server.port, url: server.url, close };
+  return { port: server.port, url: server.url, close, shutdownState: () => teardown.state() };
 }

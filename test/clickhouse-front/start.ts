@@ -43,8 +43,18 @@ function frontCommand(): string[] {
   return [process.execPath, ...args];
 }
 
+/** A front this test started, which it can also take away: for tests of a ClickHouse that stops answering. */
+export interface StartedFront extends ClickHouseForTest {
+  /** SIGKILL: gone at once, connections refused; its data directory stays (unless it is the front's own). */
+  kill(): Promise<void>;
+  /** Freezes it (SIGSTOP) and waits until it is stopped: connections are accepted, nothing is answered. */
+  pause(): Promise<void>;
+  /** Thaws a paused front (SIGCONT). */
+  resume(): void;
+}
+
 /** Starts a front on a port the system chooses; resolves once it printed `ready 127.0.0.1:PORT`. */
-export async function startFront(options: FrontOptions = {}): Promise<ClickHouseForTest> {
+export async function startFront(options: FrontOptions = {}): Promise<StartedFront> {
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'weir-clickhouse-front-'));
   const [exe, ...args] = frontCommand();
@@ -94,6 +104,20 @@ export async function startFront(options: FrontOptions = {}): Promise<ClickHouse
         if (ownDir) rmSync(dataDir, { recursive: true, force: true });
         return code;
       })()),
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+    async pause() {
+      child.kill('SIGSTOP');
+      // The signal takes effect when the kernel next schedules the process: wait until /proc says stopped.
+      const deadline = Date.now() + 5_000;
+      while (!/^\d+ \(.*\) T/.test(readFileSync(`/proc/${child.pid}/stat`, 'utf8'))) {
+        if (Date.now() > deadline) throw new Error('clickhouse-front did not stop on SIGSTOP');
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    },
+    resume: () => void child.kill('SIGCONT'),
   };
 }
 

@@ -3,6 +3,13 @@ import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { AppError } from '../../errors/app-error.ts';
 
+/**
+ * How long a shutdown waits for the server to confirm what a connection sent (a PING's PONG, a drain): a
+ * server that answers at all answers that at once, so one that has not by then is frozen or cut off, and
+ * waiting on only spends the shutdown deadline (cli/run-until-signal.ts).
+ */
+export const CONFIRM_TIMEOUT_MS = 2000;
+
 export interface NatsLinkDeps {
   readonly metrics: Metrics;
   readonly logger: Logger;
@@ -77,21 +84,42 @@ export class NatsLink {
     return this.#connected && !this.nc.isClosed() && !this.nc.isDraining();
   }
 
-  /** Resolves true once connected (at once if it is), false if that takes longer than `timeoutMs` or it closes. */
-  waitConnected(timeoutMs: number): Promise<boolean> {
+  /**
+   * Resolves true once connected (at once if it is), false if that takes longer than `timeoutMs`, it closes,
+   * or `signal` aborts (a consumer stopping waits for no reconnection).
+   */
+  waitConnected(timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
     if (this.connected) return Promise.resolve(true);
-    if (this.nc.isClosed()) return Promise.resolve(false);
+    if (this.nc.isClosed() || signal?.aborted === true) return Promise.resolve(false);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#waiters = this.#waiters.filter((w) => w !== wake);
-        resolve(false);
-      }, timeoutMs);
-      const wake = (): void => {
+      const done = (connected: boolean): void => {
         clearTimeout(timer);
-        resolve(this.connected);
+        signal?.removeEventListener('abort', abort);
+        this.#waiters = this.#waiters.filter((w) => w !== wake);
+        resolve(connected);
       };
+      const timer = setTimeout(() => done(false), timeoutMs);
+      const abort = (): void => done(this.connected);
+      const wake = (): void => done(this.connected);
+      signal?.addEventListener('abort', abort, { once: true });
       this.#waiters.push(wake);
     });
+  }
+
+  /**
+   * Resolves true once the server has answered a PING sent now, so it has everything sent before it; false
+   * when it does not within `timeoutMs` (frozen, or cut off without the client knowing yet) or cannot be sent.
+   */
+  confirmed(timeoutMs: number = CONFIRM_TIMEOUT_MS): Promise<boolean> {
+    if (!this.connected) return Promise.resolve(false);
+    return within(
+      this.nc.flush().then(
+        () => true,
+        () => false,
+      ),
+      timeoutMs,
+      false,
+    );
   }
 
   /** Throws the 503 a client should see while NATS is unreachable. */
@@ -104,17 +132,39 @@ export class NatsLink {
       });
   }
 
-  /** Flushes what is buffered (acks, publishes) and closes. */
+  /** Flushes what is buffered (acks, publishes) and closes: `closeConfirmed` for callers that need no answer. */
   async close(): Promise<void> {
+    await this.closeConfirmed();
+  }
+
+  /**
+   * Flushes what is buffered (acks, publishes) and closes, waiting at most `CONFIRM_TIMEOUT_MS` for the
+   * server. Resolves false when a server still connected did not confirm the flush by then: what was sent
+   * last may not have reached it.
+   */
+  async closeConfirmed(): Promise<boolean> {
+    let confirmed = true;
     if (!this.nc.isClosed() && !this.nc.isDraining()) {
-      try {
-        await this.nc.drain();
-      } catch {
-        // Draining needs the server (it refuses while disconnected); without one there is nothing to flush.
-        if (!this.nc.isClosed()) await this.nc.close();
+      // Draining needs the server: it refuses at once while disconnected, and then there is nothing to flush.
+      const drained = await within(
+        this.nc.drain().then(
+          () => 'drained' as const,
+          () => 'refused' as const,
+        ),
+        CONFIRM_TIMEOUT_MS,
+        'late' as const,
+      );
+      if (drained === 'late') {
+        confirmed = false;
+        this.#deps.logger.warn(
+          { connection: this.#name, timeoutMs: CONFIRM_TIMEOUT_MS },
+          'nats did not confirm the last messages in time; closing without it',
+        );
       }
+      if (!this.nc.isClosed()) await this.nc.close();
     }
     await this.#watching;
+    return confirmed;
   }
 
   async #watch(): Promise<void> {
@@ -153,4 +203,13 @@ export class NatsLink {
     this.#waiters = [];
     for (const w of waiters) w();
   }
+}
+
+/** `promise`, or `late` if it has not settled within `timeoutMs`; the timer is cleared either way. */
+function within<T, L>(promise: Promise<T>, timeoutMs: number, late: L): Promise<T | L> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<L>((resolve) => {
+    timer = setTimeout(() => resolve(late), timeoutMs);
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }

@@ -3,7 +3,7 @@ import type { BatchOrigin, EventBatch, Lane } from '../../core/event.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { ENCODING_HEADER, UnknownFormatError, decodeBatch } from './codec.ts';
-import type { NatsLink } from './connection.ts';
+import { CONFIRM_TIMEOUT_MS, type NatsLink } from './connection.ts';
 import { STREAM, type ConsumerSpec } from './streams.ts';
 
 const ACK_TIMEOUT_MS = 2000;
@@ -28,6 +28,14 @@ export interface LaneConsumerConfig {
    * that died before acknowledging it (streams.ts `resetConsumer`). @default 0
    */
   readonly maybeStoredUntil?: number;
+}
+
+/** What a stopped consumer leaves on the bus, for the shutdown to say (and to exit non-zero on). */
+export interface LeftOnBus {
+  /** Batches handed to ingest and not committed, or committed with no ack sent (NATS unreachable): redelivered. */
+  readonly unacknowledged: number;
+  /** NATS did not confirm the last acks in time: those batches may come again (their events dropped then). */
+  readonly unconfirmed: boolean;
 }
 
 /** Where batches go: ingest. */
@@ -69,6 +77,13 @@ export class LaneConsumer {
   readonly #lane: Lane;
   readonly #config: LaneConsumerConfig;
   #stopping = false;
+  /** Aborted when stopping: an ack waits for no reconnection then. */
+  readonly #stopped = new AbortController();
+  /**
+   * Stream sequences of the batches handed to ingest whose last delivery here was not acknowledged (ingest
+   * failed, or NATS was unreachable for the ack); one acknowledged on a later delivery is taken out.
+   */
+  readonly #unacknowledged = new Set<number>();
   readonly #deps: LaneConsumerDeps;
   #messages: ConsumerMessages | undefined;
   readonly #inFlight = new Map<Promise<void>, JsMsg>();
@@ -163,6 +178,7 @@ export class LaneConsumer {
         { err, lane, seq: m.seq, deliveries: m.info.deliveryCount, delayMs },
         'ingest failed; batch will be redelivered',
       );
+      this.#unacknowledged.add(m.seq);
       m.nak(delayMs);
       return;
     }
@@ -171,17 +187,20 @@ export class LaneConsumer {
 
   /**
    * Acks once connected (waiting through a reconnect, at most an ack wait: by then JetStream delivers the
-   * batch again anyway, and ingest drops its events as duplicates); on the historical lane the server confirms it.
+   * batch again anyway, and ingest drops its events as duplicates; no longer once stopping, when the shutdown
+   * must not wait on NATS); on the historical lane the server confirms it.
    */
   async #ack(m: JsMsg): Promise<void> {
     const link = this.#link!;
-    if (!(await link.waitConnected(this.#config.ackWaitMs))) {
+    if (!(await link.waitConnected(this.#config.ackWaitMs, this.#stopped.signal))) {
       this.#deps.logger.warn(
         { seq: m.seq, lane: this.#lane },
         'not acked (NATS unreachable); it will be redelivered',
       );
+      this.#unacknowledged.add(m.seq);
       return;
     }
+    this.#unacknowledged.delete(m.seq);
     if (this.#lane !== 'historical') {
       m.ack();
       return;
@@ -197,16 +216,19 @@ export class LaneConsumer {
   }
 
   /**
-   * Stops pulling, waits for the batches being handled, and flushes their acks to the server, so that the next
-   * holder of the consumer is given as little as possible again.
+   * Stops pulling, waits for the batches being handled, and flushes their acks to the server (waiting at most
+   * `CONFIRM_TIMEOUT_MS` for it), so that the next holder of the consumer is given as little as possible
+   * again. Resolves with what it leaves on the bus.
    */
-  async stop(): Promise<void> {
+  async stop(): Promise<LeftOnBus> {
     this.#stopping = true;
+    this.#stopped.abort();
     clearInterval(this.#heartbeat);
     await this.#messages?.close().catch(() => undefined);
     await this.#loop?.catch(() => undefined);
     await Promise.all(this.#inFlight.keys());
     const link = this.#link;
-    if (link?.connected) await link.nc.flush().catch(() => undefined);
+    const unconfirmed = link?.connected === true && !(await link.confirmed(CONFIRM_TIMEOUT_MS));
+    return { unacknowledged: this.#unacknowledged.size, unconfirmed };
   }
 }

@@ -3,7 +3,7 @@ import { LANES, type Lane } from '../../core/event.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { NatsLink, replicasFor } from './connection.ts';
-import { LaneConsumer, type BatchSink } from './consumer.ts';
+import { LaneConsumer, type BatchSink, type LeftOnBus } from './consumer.ts';
 import { IngestBucket } from './ingest-bucket.ts';
 import { PartitionConsumers, leaseUnits } from './partition-consumers.ts';
 import { PartitionLeases } from './partition-leases.ts';
@@ -130,12 +130,18 @@ export class IngestConsumers {
 
   /**
    * Stops pulling, hands every partition over (the batches in flight finished and acknowledged first), and
-   * closes the connection.
+   * closes the connection. Resolves with what is left on the bus: batches handed to ingest and not
+   * acknowledged (it could not commit them, or NATS was unreachable), and whether NATS confirmed the last acks.
    */
-  async stop(): Promise<void> {
+  async stop(): Promise<LeftOnBus> {
     clearInterval(this.#poll);
-    await Promise.all([this.#overflow.stop(), this.#leases.stop()]);
-    if (this.#ownsLink) await this.#link.close();
+    const partitions = this.#partitions.leaving();
+    const [overflow] = await Promise.all([this.#overflow.stop(), this.#leases.stop()]);
+    const closed = this.#ownsLink ? await this.#link.closeConfirmed() : true;
+    return {
+      unacknowledged: overflow.unacknowledged + partitions.unacknowledged,
+      unconfirmed: overflow.unconfirmed || partitions.unconfirmed || !closed,
+    };
   }
 
   /** Lag of the consumers this process reads: the overflow lane's, and those of the units it holds, by lane. */

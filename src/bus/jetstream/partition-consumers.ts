@@ -2,7 +2,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { NatsLink } from './connection.ts';
-import { LaneConsumer, type BatchSink } from './consumer.ts';
+import { LaneConsumer, type BatchSink, type LeftOnBus } from './consumer.ts';
 import type { LeaseHolder } from './partition-leases.ts';
 import { CONSUMERS, liveConsumer, resetConsumer, type ConsumerSpec } from './streams.ts';
 
@@ -37,6 +37,8 @@ export class PartitionConsumers implements LeaseHolder {
   readonly #deps: PartitionConsumersDeps;
   readonly #consumers = new Map<string, LaneConsumer>();
   readonly #tails = new Map<string, Promise<unknown>>();
+  /** What the units let go of since `leaving` was called left on the bus; undefined before that. */
+  #left: { unacknowledged: number; unconfirmed: boolean } | undefined;
 
   constructor(config: PartitionConsumersConfig, deps: PartitionConsumersDeps) {
     this.#config = config;
@@ -69,8 +71,22 @@ export class PartitionConsumers implements LeaseHolder {
     return this.#inTurn(unit, async () => {
       const consumer = this.#consumers.get(unit);
       this.#consumers.delete(unit);
-      await consumer?.stop();
+      const left = await consumer?.stop();
+      if (left !== undefined && this.#left !== undefined) {
+        this.#left.unacknowledged += left.unacknowledged;
+        this.#left.unconfirmed ||= left.unconfirmed;
+      }
     });
+  }
+
+  /**
+   * Counts from now on what the units let go of leave on the bus, and returns the count (read it once they
+   * are all let go). Called as the process leaves: a unit handed over before that is the new holder's to
+   * finish, and what it left is no concern of this shutdown.
+   */
+  leaving(): LeftOnBus {
+    this.#left = { unacknowledged: 0, unconfirmed: false };
+    return this.#left;
   }
 
   /** The durable names of the consumers held now (for the lag metrics). */
