@@ -61,12 +61,15 @@ const count = async (sql: string): Promise<number> => Number((await store.query<
 
 t.test('an event whose person rows fail is not stored, and its redelivery stores both', async (t) => {
   const batch = events(5, 'partial');
-  // Its lookups still work; only its inserts are refused.
-  await store.command('ALTER TABLE person_distinct_ids ADD CONSTRAINT refuse_all CHECK 0');
+  // Its lookups still work; only its inserts fail, as a store that cannot write fails them (a table the insert
+  // needs is missing: the target of a view on it), not as rows the engine refuses, which would be set aside.
+  await store.command('CREATE TABLE pdi_sink AS person_distinct_ids');
+  await store.command('CREATE MATERIALIZED VIEW pdi_fault TO pdi_sink AS SELECT * FROM person_distinct_ids');
+  await store.command('DROP TABLE pdi_sink');
   try {
     await t.rejects(ingest.handle({ lane: 'live', events: batch, warnings: [] }), 'the batch fails');
   } finally {
-    await store.command('ALTER TABLE person_distinct_ids DROP CONSTRAINT refuse_all');
+    await store.command('DROP VIEW pdi_fault');
   }
   t.equal(
     await count("SELECT count() AS n FROM events WHERE event = 'partial'"),
