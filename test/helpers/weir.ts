@@ -139,14 +139,21 @@ export async function spawnWeir(
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const url = await waitFor(
-    () => {
-      if (child.exitCode !== null) throw new Error(`weir exited early (${child.exitCode}):\n${out}`);
-      return Promise.resolve(/"url":"(http:\/\/[^"]+)"/.exec(out)?.[1]);
-    },
-    60_000,
-    'weir to start',
-  );
+  let url: string;
+  try {
+    url = await waitFor(
+      () => {
+        if (child.exitCode !== null) throw new Error(`weir exited early (${child.exitCode}):\n${out}`);
+        return Promise.resolve(/"url":"(http:\/\/[^"]+)"/.exec(out)?.[1]);
+      },
+      60_000,
+      'weir to start',
+    );
+  } catch (err) {
+    // A Weir that never came up (a store it cannot open, say) must not outlive the test that started it.
+    if (child.exitCode === null) child.kill('SIGKILL');
+    throw err;
+  }
   return { child, url, dataDir, output: () => out, exited };
 }
 
