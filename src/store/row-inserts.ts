@@ -81,9 +81,11 @@ export class PendingBytes {
     return this.#bytes;
   }
 
-  /** Throws StoreBusyError when `bytes` more would pass the bound (a first commit always goes, however large). */
-  admit(bytes: number): void {
-    if (this.#bytes > 0 && this.#bytes + bytes > this.max) throw new StoreBusyError(this.#bytes, this.#what);
+  /** Why `bytes` more may not be taken now (past the bound), or undefined: a first commit always goes. */
+  refusal(bytes: number): StoreBusyError | undefined {
+    return this.#bytes > 0 && this.#bytes + bytes > this.max
+      ? new StoreBusyError(this.#bytes, this.#what)
+      : undefined;
   }
 
   add(bytes: number): void {

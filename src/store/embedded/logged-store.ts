@@ -14,7 +14,6 @@ import {
   type TableQueryOptions,
   type TableReader,
 } from '../../core/ports.ts';
-import { asError } from '../../errors/app-error.ts';
 import { jsonArrayOf } from '../json-rows.ts';
 import { Quarantine } from '../quarantine.ts';
 import { PendingBytes, RowInserts } from '../row-inserts.ts';
@@ -163,11 +162,8 @@ export class LoggedStore extends RowInserts implements Store, TableReader, Parqu
     if (this.#closed) return Promise.reject(new Error('the store is closed'));
     // (Logs of earlier versions hold one object a line; the applier reads both.)
     const data = jsonArrayOf(chunks);
-    try {
-      this.#pending.admit(data.length);
-    } catch (err) {
-      return Promise.reject(asError(err));
-    }
+    const busy = this.#pending.refusal(data.length);
+    if (busy) return Promise.reject(busy);
     return this.#append(table, rows, data, columns);
   }
 

@@ -199,7 +199,8 @@ export class ServerStore extends RowInserts implements Store, TableReader, Parqu
     if (rows === 0) return;
     let bytes = 0;
     for (const c of chunks) bytes += c.length;
-    this.#pending.admit(bytes);
+    const busy = this.#pending.refusal(bytes);
+    if (busy) throw busy;
     this.#pending.add(bytes);
     try {
       await this.#inserts.insert(
