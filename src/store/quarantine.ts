@@ -6,7 +6,7 @@ import { cut, wellFormed, wellFormedJson } from '../core/well-formed.ts';
 import { chTime } from './ch-time.ts';
 import { valuesAsRow } from './json-rows.ts';
 import type { InsertTarget, RawInsert, RefusedRow } from './refused-rows.ts';
-import { engineCode, engineErrorName, isDataError } from './store-errors.ts';
+import { engineCode, engineErrorName, isRowError } from './store-errors.ts';
 
 export interface QuarantineDeps {
   /** Inserts one block straight into a table (not through the checks of refused-rows.ts). */
@@ -108,43 +108,56 @@ export class Quarantine implements QuarantineStore {
     return entries.map(publicRow);
   }
 
+  /**
+   * Replays every held row of `filter`, a page at a time: a page's stored rows leave `held`, and its refused
+   * ones stay, so the next page starts past those (or `filter.limit` rows at most, when it gives one).
+   */
   async replayQuarantined(filter: QuarantineFilter): Promise<QuarantineReplay[]> {
-    const held = await this.#read({ ...filter, status: 'held' });
     const out: QuarantineReplay[] = [];
-    for (const e of held) {
-      const text = wellFormedJson(Buffer.from(e.row, 'base64').toString('utf8'));
-      const columns = e.columns.length > 0 ? e.columns : undefined;
-      let refused: unknown;
-      try {
-        await this.#deps.insert(
-          e.target_table,
-          [Buffer.from(text)],
-          `quarantine-replay:${e.id}:${e.attempts}`,
-          columns,
-        );
-      } catch (err) {
-        if (!isDataError(err)) throw err;
-        refused = err;
+    let refused = 0;
+    for (;;) {
+      const page = await this.#read({ ...filter, status: 'held', offset: (filter.offset ?? 0) + refused });
+      for (const e of page) {
+        const r = await this.#replay(e);
+        out.push(r);
+        if (r.result === 'refused') refused++;
       }
-      const version = Math.max(Number(e.ver) + 1, Date.now() * 1000);
-      const { project, at, ver: _, ...kept } = e;
-      const next: EntryRow = {
-        ...kept,
-        ...(refused === undefined ? { status: 'replayed' as const } : errorFields(refused)),
-        project_id: Number(project),
-        quarantined_at: at,
-        attempts: e.attempts + 1,
-        version,
-      };
-      await this.#deps.insert('quarantine', [json([next])], `quarantine-state:${e.id}:${version}`, undefined);
-      out.push(
-        refused === undefined
-          ? { id: e.id, table: e.target_table, result: 'stored' }
-          : { id: e.id, table: e.target_table, result: 'refused', error: next.error },
-      );
-      if (refused === undefined) this.#deps.metrics.rowsReplayed.inc({ table: e.target_table });
+      if (page.length === 0 || filter.limit !== undefined || page.length < MAX_LIST) return out;
     }
-    return out;
+  }
+
+  /** Inserts one held row again, alone, made well formed; records what became of it. */
+  async #replay(e: StoredEntry): Promise<QuarantineReplay> {
+    const text = wellFormedJson(Buffer.from(e.row, 'base64').toString('utf8'));
+    const columns = e.columns.length > 0 ? e.columns : undefined;
+    let refused: unknown;
+    try {
+      await this.#deps.insert(
+        e.target_table,
+        [Buffer.from(text)],
+        `quarantine-replay:${e.id}:${e.attempts}`,
+        columns,
+      );
+    } catch (err) {
+      // Alone in its insert, a row the engine still refuses for anything but the store failing is refused.
+      if (!isRowError(err)) throw err;
+      refused = err;
+    }
+    const version = Math.max(Number(e.ver) + 1, Date.now() * 1000);
+    const { project, at, ver: _, ...kept } = e;
+    const next: EntryRow = {
+      ...kept,
+      ...(refused === undefined ? { status: 'replayed' as const } : errorFields(refused)),
+      project_id: Number(project),
+      quarantined_at: at,
+      attempts: e.attempts + 1,
+      version,
+    };
+    await this.#deps.insert('quarantine', [json([next])], `quarantine-state:${e.id}:${version}`, undefined);
+    if (refused !== undefined)
+      return { id: e.id, table: e.target_table, result: 'refused', error: next.error };
+    this.#deps.metrics.rowsReplayed.inc({ table: e.target_table });
+    return { id: e.id, table: e.target_table, result: 'stored' };
   }
 
   async #read(filter: QuarantineFilter): Promise<StoredEntry[]> {
