@@ -135,7 +135,7 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
         ]),
       );
     }
-    await waitForMetaLeader(ports[0]!);
+    await waitForMetaLeader(ports[0]!, size);
   } catch (err) {
     await Promise.all(nodes.map((n) => n.close()));
     throw err;
@@ -149,8 +149,12 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
   };
 }
 
-/** Polls until the cluster's JetStream answers an API call (it refuses them until it has a meta leader). */
-async function waitForMetaLeader(port: number): Promise<void> {
+/**
+ * Polls until the cluster's JetStream can place a stream on all `replicas` nodes: it refuses API calls until it
+ * has a meta leader, and a stream of R3 until the leader knows every peer current (on a loaded machine, a
+ * moment after the leader is elected), so a probe stream is made and removed.
+ */
+async function waitForMetaLeader(port: number, replicas: number): Promise<void> {
   const { connect } = await import('@nats-io/transport-node');
   const { jetstreamManager } = await import('@nats-io/jetstream');
   const nc = await connect({ servers: `127.0.0.1:${port}` });
@@ -158,7 +162,9 @@ async function waitForMetaLeader(port: number): Promise<void> {
     const deadline = Date.now() + 30_000;
     for (;;) {
       try {
-        await (await jetstreamManager(nc, { timeout: 2000 })).getAccountInfo();
+        const jsm = await jetstreamManager(nc, { timeout: 2000 });
+        await jsm.streams.add({ name: 'READY_PROBE', subjects: ['ready.probe'], num_replicas: replicas });
+        await jsm.streams.delete('READY_PROBE');
         return;
       } catch (err) {
         if (Date.now() > deadline)
