@@ -127,3 +127,17 @@ export async function clickHouseForTest(options: FrontOptions = {}): Promise<Cli
   if (!url) return startFront(options);
   return { url, password: undefined, external: true, stop: () => Promise.resolve(null) };
 }
+
+/** The server's URL without credentials and the user and password apart, as the server store is configured. */
+export function serverAccess(ch: ClickHouseForTest): {
+  url: string;
+  user: string;
+  password: string | undefined;
+} {
+  const at = new URL(ch.url);
+  const user = decodeURIComponent(at.username) || 'default';
+  const password = decodeURIComponent(at.password) || ch.password;
+  at.username = '';
+  at.password = '';
+  return { url: at.toString().replace(/\/$/, ''), user, password };
+}

@@ -11,19 +11,15 @@ import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import { IngestService } from '../../src/ingest/ingest-service.ts';
 import { ServerStore } from '../../src/store/server/server-store.ts';
-import { clickHouseForTest } from '../clickhouse-front/start.ts';
+import { clickHouseForTest, serverAccess } from '../clickhouse-front/start.ts';
 
 const ch = await clickHouseForTest();
-const server = new URL(ch.url);
-const user = decodeURIComponent(server.username) || 'default';
-const password = decodeURIComponent(server.password) || ch.password;
-server.username = '';
-server.password = '';
+const { url, user, password } = serverAccess(ch);
 const database = `weir_partial_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 const deps = { logger: createLogger('silent'), metrics: new Metrics({ defaultMetrics: false }) };
 const store = await ServerStore.open(
   {
-    url: server.toString().replace(/\/$/, ''),
+    url,
     user,
     password,
     database,

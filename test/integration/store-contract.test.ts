@@ -18,7 +18,7 @@ import type { Row } from '../../src/core/ports.ts';
 import { openEmbeddedStore } from '../../src/store/embedded/open-embedded-store.ts';
 import type { OpenedStore } from '../../src/store/open-store.ts';
 import { ServerStore } from '../../src/store/server/server-store.ts';
-import { clickHouseForTest } from '../clickhouse-front/start.ts';
+import { clickHouseForTest, serverAccess } from '../clickhouse-front/start.ts';
 import { eventRows } from '../helpers/rows.ts';
 
 interface Fixture {
@@ -50,12 +50,7 @@ async function embedded(): Promise<Fixture> {
 
 async function server(): Promise<Fixture> {
   const ch = await clickHouseForTest();
-  const at = new URL(ch.url);
-  const user = decodeURIComponent(at.username) || 'default';
-  const password = decodeURIComponent(at.password) || ch.password;
-  at.username = '';
-  at.password = '';
-  const url = at.toString().replace(/\/$/, '');
+  const { url, user, password } = serverAccess(ch);
   const database = `weir_contract_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
   t.teardown(async () => {
     const admin = createClient({ url, username: user, password: password ?? '' });
