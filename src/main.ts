@@ -1,4 +1,3 @@
-import uWS from 'uWebSockets.js';
 import { EmbeddedBus } from './bus/embedded-bus.ts';
 import { JetStreamBus } from './bus/jetstream/jetstream-bus.ts';
 import type { Config } from './config/config.ts';
@@ -7,7 +6,7 @@ import { Metrics } from './core/metrics.ts';
 import type { Bus } from './core/ports.ts';
 import type { IngestService } from './ingest/ingest-service.ts';
 import { InFlight } from './http/in-flight.ts';
-import { httpUrl } from './http/server.ts';
+import { httpUrl, type HttpApp, type Transport } from './http/transport.ts';
 import { mountApi } from './roles/api.ts';
 import type { RoleCatalog } from './roles/catalog.ts';
 import { CaptureThreads } from './roles/capture-threads.ts';
@@ -15,7 +14,7 @@ import type { OpenedStore } from './store/open-store.ts';
 import { mountCapture } from './roles/capture-role.ts';
 import { consumeBus, openDataDir, openPropertyDefinitions, startIngest, type Weir } from './roles/owner.ts';
 import type { PropertyDefinitionRegistry } from './ingest/property-definitions.ts';
-import { serveRole } from './roles/serve.ts';
+import { httpTransport, serveRole } from './roles/serve.ts';
 import { CUT_OFF_REQUESTS, PUBLISHED, Teardown } from './roles/teardown.ts';
 
 export type { Weir } from './roles/owner.ts';
@@ -39,12 +38,13 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
     );
     const bus = await openBus(config, { ingest, metrics, logger }, teardown);
 
-    const app = uWS.App();
+    const transport = httpTransport(config, logger);
+    const app = transport.createApp();
     if (config.captureThreads > 0) {
       const served = await serveWithCaptureThreads(
         app,
-        config,
-        { catalog, store, bus, metrics, logger, propertyDefinitions },
+        capturedBy(config, transport, logger),
+        { transport, catalog, store, bus, metrics, logger, propertyDefinitions },
         teardown,
       );
       return { ...served, catalog, metrics, store };
@@ -59,7 +59,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
     const served = await serveRole(
       app,
       config,
-      { metrics, logger, inFlight, isReady: () => bus.isReady() && (catalog.following ?? true) },
+      { transport, metrics, logger, inFlight, isReady: () => bus.isReady() && (catalog.following ?? true) },
       teardown,
       { message: 'weir is ready', dataDir: config.dataDir },
     );
@@ -82,9 +82,10 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
  * operations routes on a loopback port, and the threads listen on the public one.
  */
 async function serveWithCaptureThreads(
-  app: uWS.TemplatedApp,
+  app: HttpApp,
   config: Config,
   deps: {
+    transport: Transport;
     catalog: RoleCatalog;
     store: OpenedStore;
     bus: { bus: Bus; isReady: () => boolean };
@@ -94,7 +95,7 @@ async function serveWithCaptureThreads(
   },
   teardown: Teardown,
 ): Promise<Pick<Weir, 'port' | 'url' | 'close' | 'shutdownState'>> {
-  const { catalog, store, bus, metrics, logger, propertyDefinitions } = deps;
+  const { transport, catalog, store, bus, metrics, logger, propertyDefinitions } = deps;
   const inFlight = new InFlight();
   mountApi(
     app,
@@ -108,6 +109,7 @@ async function serveWithCaptureThreads(
     app,
     { ...config, host: '127.0.0.1', port: 0 },
     {
+      transport,
       metrics,
       logger,
       inFlight,
@@ -135,6 +137,19 @@ async function serveWithCaptureThreads(
   const url = httpUrl(config.host, threads.port);
   logger.info({ url, captureThreads: config.captureThreads, dataDir: config.dataDir }, 'weir is ready');
   return { port: threads.port, url, close: internal.close, shutdownState: internal.shutdownState };
+}
+
+/**
+ * The config of capture threads on `transport`: more than one must share the port, which Node's `http` can
+ * only from Node 22.12; before that they are one thread, and the log says so.
+ */
+function capturedBy(config: Config, transport: Transport, logger: Logger): Config {
+  if (config.captureThreads <= 1 || transport.sharesPorts) return config;
+  logger.warn(
+    { captureThreads: config.captureThreads, node: process.versions.node },
+    "Node's http on this Node.js cannot share a port between threads: capture runs on one thread",
+  );
+  return { ...config, captureThreads: 1 };
 }
 
 /**

@@ -1,10 +1,10 @@
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, HttpApp } from '../http/transport.ts';
 import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { BodyTooLargeError, onBody } from '../http/request-body.ts';
 import { sendPieces, type BodyPieces } from '../http/streamed-body.ts';
-import { Reply } from '../http/uws.ts';
+import { Reply } from '../http/reply.ts';
 import type { ResponseMemo } from './response-memo.ts';
 
 /** Largest JSON body an API route reads. */
@@ -78,7 +78,7 @@ export interface ApiRouteOptions {
  * answered from it before the body is even parsed.
  */
 export function apiRoute(
-  app: TemplatedApp,
+  app: HttpApp,
   deps: ApiRouteDeps,
   path: string,
   handlers: Partial<Record<ApiMethod, ApiHandler>>,

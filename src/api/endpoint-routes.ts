@@ -1,4 +1,4 @@
-import type { TemplatedApp } from 'uWebSockets.js';
+import type { HttpApp } from '../http/transport.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Catalog, Endpoint, Project } from '../core/ports.ts';
 import type { InFlight } from '../http/in-flight.ts';
@@ -34,7 +34,7 @@ export interface EndpointRoutesDeps {
  * changed query makes version N+1; `?version=N` changes that version's flags), delete, versions. Reading
  * needs `endpoint:read`, changing `endpoint:write`.
  */
-export function registerEndpointRoutes(app: TemplatedApp, deps: EndpointRoutesDeps): void {
+export function registerEndpointRoutes(app: HttpApp, deps: EndpointRoutesDeps): void {
   const { catalog } = deps;
   const changed = (e: Endpoint): void => deps.onEndpointChanged?.(e.id);
 

@@ -1,4 +1,4 @@
-import type { TemplatedApp } from 'uWebSockets.js';
+import type { HttpApp } from '../http/transport.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Catalog } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
@@ -72,7 +72,7 @@ const MAX_OFFSET = 1_000_000_000;
  * `debug`), or with `format` the rows as CSV, NDJSON, Parquet or Arrow (output-answer.ts). Needs
  * `endpoint:read`.
  */
-export function registerEndpointRunRoutes(app: TemplatedApp, deps: EndpointRunRoutesDeps): void {
+export function registerEndpointRunRoutes(app: HttpApp, deps: EndpointRunRoutesDeps): void {
   const run = (req: ApiRequest, fromBody: JsonObject): ApiResponse | Promise<ApiResponse> => {
     const { project } = access(deps.catalog, req, 'endpoint:read');
     const endpoint = findEndpoint(deps.catalog, project, req.params[1]!);

@@ -1,4 +1,4 @@
-import type { TemplatedApp } from 'uWebSockets.js';
+import type { HttpApp } from '../http/transport.ts';
 import type { Logger } from '../core/logger.ts';
 import {
   SCOPES,
@@ -34,7 +34,7 @@ const MAX_NAME = 200;
  * A key sees the projects it reaches, and manages itself and the keys it made (directly or through keys it
  * made); a new key never exceeds the scopes or projects of the key that makes it.
  */
-export function registerManagementRoutes(app: TemplatedApp, deps: ManagementRoutesDeps): void {
+export function registerManagementRoutes(app: HttpApp, deps: ManagementRoutesDeps): void {
   const { catalog } = deps;
   const caller = (req: ApiRequest): Caller => authenticate(catalog, req.authorization);
 

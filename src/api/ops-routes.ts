@@ -1,10 +1,10 @@
 import { AggregatorRegistry } from 'prom-client';
-import type { TemplatedApp } from 'uWebSockets.js';
+import type { HttpApp } from '../http/transport.ts';
 import type { Metrics, MetricsJson } from '../core/metrics.ts';
 import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
 import { corsHeaders } from '../http/cors.ts';
-import { Reply } from '../http/uws.ts';
+import { Reply } from '../http/reply.ts';
 
 export interface OpsDeps {
   readonly metrics: Metrics;
@@ -18,7 +18,7 @@ export interface OpsDeps {
 }
 
 /** `/_health` (the process is alive), `/_ready` (it takes traffic), `/metrics` (Prometheus), and a JSON 404. */
-export function registerOpsRoutes(app: TemplatedApp, deps: OpsDeps): void {
+export function registerOpsRoutes(app: HttpApp, deps: OpsDeps): void {
   app.get('/_health', (res) => {
     const healthy = deps.isHealthy?.() ?? true;
     new Reply(res).json(healthy ? 200 : 503, { status: healthy ? 'ok' : 'unhealthy' });

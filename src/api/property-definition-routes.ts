@@ -1,4 +1,4 @@
-import type { TemplatedApp } from 'uWebSockets.js';
+import type { HttpApp } from '../http/transport.ts';
 import type { Catalog } from '../core/ports.ts';
 import type { Logger } from '../core/logger.ts';
 import {
@@ -31,10 +31,7 @@ const MAX_LIMIT = 1000;
  * `GET` / `PATCH P/property_definitions/{event|person}/{name}/` reads one or sets its type on purpose
  * (`project:write`, as other changes to a project).
  */
-export function registerPropertyDefinitionRoutes(
-  app: TemplatedApp,
-  deps: PropertyDefinitionRoutesDeps,
-): void {
+export function registerPropertyDefinitionRoutes(app: HttpApp, deps: PropertyDefinitionRoutesDeps): void {
   const definitions = deps.propertyDefinitions;
   for (const base of [
     '/api/projects/:id/property_definitions/',

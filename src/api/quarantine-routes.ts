@@ -1,4 +1,4 @@
-import type { TemplatedApp } from 'uWebSockets.js';
+import type { HttpApp } from '../http/transport.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Catalog, QuarantinedRow, QuarantineStore } from '../core/ports.ts';
 import type { InFlight } from '../http/in-flight.ts';
@@ -23,7 +23,7 @@ const MAX_IDS = 1000;
  * (`query:read`: they are the project's events, as the query API reads them), and
  * `POST P/quarantine/replay/` inserts the held ones again (`project:write`), all or those of `ids`.
  */
-export function registerQuarantineRoutes(app: TemplatedApp, deps: QuarantineRoutesDeps): void {
+export function registerQuarantineRoutes(app: HttpApp, deps: QuarantineRoutesDeps): void {
   for (const base of ['/api/projects/:id/quarantine/', '/api/environments/:id/quarantine/']) {
     apiRoute(app, deps, base, {
       get: async (req) => {

@@ -1,4 +1,4 @@
-import type { TemplatedApp } from 'uWebSockets.js';
+import type { HttpApp } from '../http/transport.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Catalog, TableReader } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
@@ -38,7 +38,7 @@ const QUERY_FIELDS = ['kind', 'query', 'variables', 'name', 'tags'];
  * `{results, columns, types, hogql, clickhouse, timings}`, or with `format` the rows alone as CSV, NDJSON,
  * Parquet or Arrow (output-answer.ts). Needs the scope `query:read`.
  */
-export function registerQueryRoutes(app: TemplatedApp, deps: QueryRoutesDeps): void {
+export function registerQueryRoutes(app: HttpApp, deps: QueryRoutesDeps): void {
   for (const path of ['/api/projects/:id/query/', '/api/environments/:id/query/']) {
     apiRoute(app, deps, path, {
       post: async (req) => {

@@ -1,7 +1,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { TemplatedApp } from 'uWebSockets.js';
+import type { HttpApp } from '../http/transport.ts';
 import type { Logger } from '../core/logger.ts';
 import {
   READ_KINDS,
@@ -57,7 +57,7 @@ export const STORE_API = '/_store';
  */
 const MAX_STORE_BODY_BYTES = 8 * 1024 * 1024;
 
-export function registerStoreRoutes(app: TemplatedApp, deps: StoreRoutesDeps): void {
+export function registerStoreRoutes(app: HttpApp, deps: StoreRoutesDeps): void {
   const expected = digest(`Bearer ${deps.token}`);
   const authorised = (req: ApiRequest): void => {
     // Compared as digests: equal length, so timingSafeEqual applies, and nothing leaks through timing.

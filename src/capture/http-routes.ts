@@ -1,11 +1,11 @@
-import type { HttpResponse, HttpRequest, TemplatedApp } from 'uWebSockets.js';
+import type { HttpResponse, HttpRequest, HttpApp } from '../http/transport.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics, Tally } from '../core/metrics.ts';
 import { AppError } from '../errors/app-error.ts';
 import { corsHeaders, preflightHeaders } from '../http/cors.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { BodyTooLargeError, onBody } from '../http/request-body.ts';
-import { FixedAnswer, Reply, readHeaders, type Headers } from '../http/uws.ts';
+import { FixedAnswer, Reply, readHeaders, type Headers } from '../http/reply.ts';
 import type { CaptureService } from './capture-service.ts';
 import { MAX_WIRE_BYTES } from './limits.ts';
 
@@ -74,7 +74,7 @@ class RouteMetrics {
   }
 }
 
-export function registerCaptureRoutes(app: TemplatedApp, deps: CaptureRoutesDeps): void {
+export function registerCaptureRoutes(app: HttpApp, deps: CaptureRoutesDeps): void {
   for (const path of CAPTURE_PATHS) {
     const route = new RouteMetrics(path.slice(1), deps.metrics);
     for (const pattern of [path, `${path}/`]) {

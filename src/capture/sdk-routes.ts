@@ -1,11 +1,11 @@
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, HttpApp } from '../http/transport.ts';
 import type { Logger } from '../core/logger.ts';
 import type { ProjectKeys } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
 import { corsHeaders, preflightHeaders } from '../http/cors.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { BodyTooLargeError, onBody } from '../http/request-body.ts';
-import { Reply, readHeaders, type Headers } from '../http/uws.ts';
+import { Reply, readHeaders, type Headers } from '../http/reply.ts';
 import { decodeBody, type Decoded } from './decode.ts';
 import { MAX_WIRE_BYTES } from './limits.ts';
 import { isObject, requestToken } from './payload.ts';
@@ -42,7 +42,7 @@ const JSON_TYPE = 'application/json';
 /** The remote config changes only with Weir's version: five minutes of caching, as PostHog's CDN does. */
 const CONFIG_CACHE = 'public, max-age=300';
 
-export function registerSdkRoutes(app: TemplatedApp, deps: SdkRoutesDeps): void {
+export function registerSdkRoutes(app: HttpApp, deps: SdkRoutesDeps): void {
   for (const route of ['flags', 'decide'] as const) {
     for (const pattern of [`/${route}`, `/${route}/`]) {
       app.post(pattern, (res, req) => handleFlagsPost(res, req, route, deps));
@@ -64,7 +64,7 @@ export function registerSdkRoutes(app: TemplatedApp, deps: SdkRoutesDeps): void 
 }
 
 /** The CORS preflight of a path, and 405 for the methods it does not take. */
-function registerOthers(app: TemplatedApp, pattern: string, methods: string): void {
+function registerOthers(app: HttpApp, pattern: string, methods: string): void {
   app.options(pattern, (res, req) => {
     const h = readHeaders(req, PREFLIGHT_HEADERS);
     new Reply(res).send(

@@ -14,6 +14,8 @@ export interface Config {
   readonly dataDir: string;
   /** pino level. @default 'info' */
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** The HTTP server: uWebSockets.js where its binary loads (`auto`), or one of the two by name. */
+  readonly httpTransport: 'auto' | 'uws' | 'node';
   /** Project API key of project 1 on a first start, instead of a generated one. */
   readonly bootstrapProjectApiKey: string | undefined;
   /** Personal API key (scope `*`) on a first start, instead of a generated one. */
@@ -292,6 +294,13 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
   port: { key: 'port', env: 'WEIR_PORT', flag: 'port', parse: int(0, 65535), default: 8000 },
   dataDir: { key: 'dataDir', env: 'WEIR_DATA_DIR', flag: 'data-dir', parse: str, default: './data' },
   logLevel: { key: 'logLevel', env: 'WEIR_LOG_LEVEL', flag: 'log-level', parse: logLevel, default: 'info' },
+  httpTransport: {
+    key: 'httpTransport',
+    env: 'WEIR_HTTP_TRANSPORT',
+    flag: 'http-transport',
+    parse: oneOf(['auto', 'uws', 'node'] as const),
+    default: 'auto',
+  },
   bootstrapProjectApiKey: {
     key: 'bootstrapProjectApiKey',
     env: 'WEIR_BOOTSTRAP_PROJECT_API_KEY',

@@ -9,10 +9,10 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, HttpApp } from '../http/transport.ts';
 import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
-import { Reply, type Headers } from '../http/uws.ts';
+import { Reply, type Headers } from '../http/reply.ts';
 
 /** The console's own files, beside this module, served under `/console/` by their names. */
 const OWN_FILES = [
@@ -61,7 +61,7 @@ export interface ConsoleDeps {
  * Files are revalidated on each load (`no-cache` with an ETag): their names carry no version, and a page of an
  * older Weir must not keep calling a newer one's API with old code.
  */
-export function registerConsoleRoutes(app: TemplatedApp, deps: ConsoleDeps): void {
+export function registerConsoleRoutes(app: HttpApp, deps: ConsoleDeps): void {
   const here = import.meta.dirname;
   const page = staticFile(readFileSync(join(here, 'index.html')), TYPES['html']!);
   const files = new Map<string, StaticFile>();
@@ -120,7 +120,7 @@ function staticFile(body: Buffer, contentType: string): StaticFile {
   };
 }
 
-function serve(app: TemplatedApp, path: string, file: StaticFile): void {
+function serve(app: HttpApp, path: string, file: StaticFile): void {
   app.get(path, (res, req) => answer(res, req, file, true));
   app.head(path, (res, req) => answer(res, req, file, false));
   app.any(path, (res) => {

@@ -1,4 +1,4 @@
-import type { Headers } from './uws.ts';
+import type { Headers } from './reply.ts';
 
 /**
  * The CORS headers of an answer a browser is to read: the request's Origin echoed with credentials allowed

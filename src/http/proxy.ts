@@ -1,11 +1,11 @@
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, HttpApp } from './transport.ts';
 import type { Logger } from '../core/logger.ts';
 import { AppError } from '../errors/app-error.ts';
 import { corsHeaders } from './cors.ts';
 import type { InFlight } from './in-flight.ts';
 import { BodyTooLargeError, onBody } from './request-body.ts';
-import { Reply, type Headers } from './uws.ts';
+import { Reply, type Headers } from './reply.ts';
 
 /** Largest request body passed on; the routes behind the proxy keep their own, smaller limits. */
 const MAX_PROXIED_BODY = 64 * 1024 * 1024;
@@ -35,7 +35,7 @@ export interface ProxyDeps {
  * owns the catalog and the store. Register it after the thread's own routes. The body is read whole first
  * (the API's bodies are small), and the answer relayed whole; a client that goes away cancels the request.
  */
-export function registerProxy(app: TemplatedApp, deps: ProxyDeps): void {
+export function registerProxy(app: HttpApp, deps: ProxyDeps): void {
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   app.any('/*', (res, req) => proxy(res, req, deps, agent));
 }

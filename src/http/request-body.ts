@@ -1,5 +1,5 @@
 import { AppError } from '../errors/app-error.ts';
-import type { Reply } from './uws.ts';
+import type { Reply } from './reply.ts';
 
 export class BodyTooLargeError extends Error {}
 

@@ -4,7 +4,7 @@
  * `onWritable`), so a slow client holds one piece in memory, not the whole body. A body of one piece is sent
  * with its length; a longer one in chunked transfer encoding.
  */
-import type { Headers, Reply } from './uws.ts';
+import type { Headers, Reply } from './reply.ts';
 
 /** Each call gives the next piece of the body, undefined once it is all given. */
 export type BodyPieces = () => string | Uint8Array | undefined;

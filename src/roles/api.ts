@@ -1,4 +1,4 @@
-import type { TemplatedApp } from 'uWebSockets.js';
+import type { HttpApp } from '../http/transport.ts';
 import { registerEndpointRoutes } from '../api/endpoint-routes.ts';
 import { registerEndpointRunRoutes } from '../api/endpoint-run-routes.ts';
 import { registerManagementRoutes } from '../api/management-routes.ts';
@@ -28,7 +28,7 @@ import type { Teardown } from './teardown.ts';
  * API, and endpoints (CRUD, runs, OpenAPI), with the run limits of the config.
  */
 export function mountApi(
-  app: TemplatedApp,
+  app: HttpApp,
   config: Config,
   deps: {
     readonly catalog: Catalog & {

@@ -1,4 +1,3 @@
-import uWS from 'uWebSockets.js';
 import { JetStreamBus } from '../bus/jetstream/jetstream-bus.ts';
 import { CaptureService } from '../capture/capture-service.ts';
 import { registerCaptureRoutes } from '../capture/http-routes.ts';
@@ -9,7 +8,8 @@ import { Metrics } from '../core/metrics.ts';
 import type { Bus, ProjectKeys } from '../core/ports.ts';
 import { openProjectKeys } from './catalog.ts';
 import { InFlight } from '../http/in-flight.ts';
-import { serveRole } from './serve.ts';
+import type { HttpApp } from '../http/transport.ts';
+import { httpTransport, serveRole } from './serve.ts';
 import { PUBLISHED, Teardown, type TeardownState } from './teardown.ts';
 
 /**
@@ -35,7 +35,7 @@ export interface CaptureRole {
  * same host; shared by `weir capture`, `weir start` and its capture threads.
  */
 export function mountCapture(
-  app: uWS.TemplatedApp,
+  app: HttpApp,
   config: Config,
   deps: { catalog: ProjectKeys; bus: Bus; metrics: Metrics; logger: Logger },
 ): InFlight {
@@ -58,12 +58,20 @@ export async function startCaptureRole(config: Config, logger: Logger): Promise<
     const bus = await JetStreamBus.connect({ ...config, natsUrl }, { metrics, logger });
     teardown.push('close the bus', () => bus.close(), PUBLISHED);
 
-    const app = uWS.App();
+    const transport = httpTransport(config, logger);
+    const app = transport.createApp();
     const inFlight = mountCapture(app, config, { catalog, bus, metrics, logger });
     const served = await serveRole(
       app,
       config,
-      { metrics, logger, inFlight, sharePort: true, isReady: () => bus.isReady() && projects.isReady() },
+      {
+        transport,
+        metrics,
+        logger,
+        inFlight,
+        sharePort: true,
+        isReady: () => bus.isReady() && projects.isReady(),
+      },
       teardown,
       {
         message: 'weir capture is ready',

@@ -1,17 +1,17 @@
 /**
- * A capture thread of `weir start` (see capture-threads.ts): uWS on the public port with the capture routes,
+ * A capture thread of `weir start` (see capture-threads.ts): HTTP on the public port with the capture routes,
  * publishing through the main thread, and every other path passed on to the main thread's own server. It
  * needs no store and no catalog file: the main thread sends it the project keys, and again on every change.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import uWS from 'uWebSockets.js';
 import { ThreadBus, type ThreadProject, type ToMain, type ToThread } from '../bus/thread-bus.ts';
 import type { Config } from '../config/config.ts';
 import { createLogger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
 import type { Project, ProjectKeys } from '../core/ports.ts';
 import { registerProxy } from '../http/proxy.ts';
-import { drainRequests, listen } from '../http/server.ts';
+import { chooseTransport } from '../http/choose-transport.ts';
+import { drainRequests } from '../http/server.ts';
 import { mountCapture } from './capture-role.ts';
 
 export interface CaptureThreadInit {
@@ -56,10 +56,14 @@ async function main(): Promise<void> {
   const catalog = new ThreadProjectKeys(init.projects);
   const bus = new ThreadBus(port);
 
-  const app = uWS.App();
+  // The main thread chose the same way and logged why; a thread alone on the port need not share it.
+  const { transport } = chooseTransport(config.httpTransport);
+  const app = transport.createApp();
   const inFlight = mountCapture(app, config, { catalog, bus, metrics, logger });
   registerProxy(app, { target: init.target, inFlight, logger });
-  const server = await listen(app, config.host, config.port, { sharePort: true });
+  const server = await transport.listen(app, config.host, config.port, {
+    sharePort: config.captureThreads > 1,
+  });
 
   port.on('message', (message: ToThread) => {
     switch (message.type) {
@@ -85,7 +89,7 @@ async function main(): Promise<void> {
       case 'stop':
         // Every handle closed, the thread ends on its own (exiting with sockets open aborts the process).
         server.stopListening();
-        (app as unknown as { close(): void }).close(); // in uWS.js, missing from its types
+        transport.closeAll(app);
         port.close();
         break;
     }

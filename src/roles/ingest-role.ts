@@ -1,4 +1,3 @@
-import uWS from 'uWebSockets.js';
 import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
@@ -6,7 +5,7 @@ import { InFlight } from '../http/in-flight.ts';
 import { consumeBus, openDataDir, openPropertyDefinitions, startIngest, type Weir } from './owner.ts';
 import { join } from 'node:path';
 import { registerStoreRoutes } from '../api/store-routes.ts';
-import { serveRole } from './serve.ts';
+import { httpTransport, serveRole } from './serve.ts';
 import { mountApi } from './api.ts';
 import { Teardown } from './teardown.ts';
 
@@ -32,7 +31,8 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
     );
     const consumers = await consumeBus({ ...config, natsUrl }, { ingest, metrics, logger }, teardown);
 
-    const app = uWS.App();
+    const transport = httpTransport(config, logger);
+    const app = transport.createApp();
     // The process that owns the store and the catalog also answers the query, management and endpoint APIs.
     const inFlight = new InFlight();
     mountApi(
@@ -54,7 +54,13 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
     const served = await serveRole(
       app,
       config,
-      { metrics, logger, inFlight, isReady: () => consumers.isReady() && (catalog.following ?? true) },
+      {
+        transport,
+        metrics,
+        logger,
+        inFlight,
+        isReady: () => consumers.isReady() && (catalog.following ?? true),
+      },
       teardown,
       {
         message: 'weir ingest is ready',

@@ -1,4 +1,3 @@
-import uWS from 'uWebSockets.js';
 import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
@@ -9,7 +8,7 @@ import { RemoteStore } from '../store/remote-store.ts';
 import { mountApi } from './api.ts';
 import { openCatalog, type RoleCatalog } from './catalog.ts';
 import { RemotePropertyDefinitions } from './remote-properties.ts';
-import { serveRole } from './serve.ts';
+import { httpTransport, serveRole } from './serve.ts';
 import { Teardown, type TeardownState } from './teardown.ts';
 
 /**
@@ -71,7 +70,8 @@ export async function startQueryRole(config: Config, logger: Logger): Promise<Qu
     propertyDefinitions.start();
     teardown.push('stop reading the property definitions', () => propertyDefinitions.close());
 
-    const app = uWS.App();
+    const transport = httpTransport(config, logger);
+    const app = transport.createApp();
     const inFlight = new InFlight();
     mountApi(
       app,
@@ -83,6 +83,7 @@ export async function startQueryRole(config: Config, logger: Logger): Promise<Qu
       app,
       config,
       {
+        transport,
         metrics,
         logger,
         inFlight,

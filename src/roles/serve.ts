@@ -1,10 +1,11 @@
-import type uWS from 'uWebSockets.js';
 import { registerOpsRoutes, type OpsDeps } from '../api/ops-routes.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { InFlight } from '../http/in-flight.ts';
-import { drainRequests, listen } from '../http/server.ts';
+import { chooseTransport } from '../http/choose-transport.ts';
+import { drainRequests } from '../http/server.ts';
+import type { HttpApp, Transport } from '../http/transport.ts';
 import { CUT_OFF_REQUESTS, type Teardown, type TeardownState } from './teardown.ts';
 
 export interface Served {
@@ -17,14 +18,28 @@ export interface Served {
 }
 
 /**
+ * The HTTP transport of a role (choose-transport.ts), with the reason for it in the log: a Weir on Node's
+ * `http` says so at start, as it serves a fraction of uWS's requests a second.
+ */
+export function httpTransport(config: Config, logger: Logger): Transport {
+  const { transport, reason } = chooseTransport(config.httpTransport);
+  logger.info(
+    { http: transport.name, reason },
+    `HTTP on ${transport.name === 'uws' ? 'uWebSockets.js' : "Node's http"}`,
+  );
+  return transport;
+}
+
+/**
  * The last step of every role: ops routes (`/_ready` true only between listening and closing, and while
  * `isReady` says so), listening, and a `close` that runs the role's teardown once. With `inFlight`, closing
  * first stops listening and lets the requests in progress finish.
  */
 export async function serveRole(
-  app: uWS.TemplatedApp,
+  app: HttpApp,
   config: Config,
   deps: {
+    readonly transport: Transport;
     readonly metrics: Metrics;
     readonly logger: Logger;
     readonly isReady: () => boolean;
@@ -46,7 +61,9 @@ export async function serveRole(
     isHealthy: deps.isHealthy,
     moreMetrics: deps.moreMetrics,
   });
-  const server = await listen(app, config.host, config.port, { sharePort: deps.sharePort ?? false });
+  const server = await deps.transport.listen(app, config.host, config.port, {
+    sharePort: deps.sharePort ?? false,
+  });
   teardown.push(
     inFlight ? 'finish requests in progress' : 'stop listening',
     async () => {
@@ -57,7 +74,7 @@ export async function serveRole(
   );
   ready = true;
   const { message, ...fields } = announce;
-  logger.info({ url: server.url, ...fields }, message);
+  logger.info({ url: server.url, http: deps.transport.name, ...fields }, message);
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>

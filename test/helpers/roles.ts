@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { PERSONAL_API_KEY, PROJECT_API_KEY, waitFor, weirSql } from './weir.ts';
+import { PERSONAL_API_KEY, PROJECT_API_KEY, TEST_HTTP_TRANSPORT, waitFor, weirSql } from './weir.ts';
 
 export type RoleCommand = 'start' | 'capture' | 'ingest' | 'query';
 
@@ -45,6 +45,7 @@ export async function spawnRole(
       WEIR_LOG_LEVEL: 'info',
       WEIR_BOOTSTRAP_PROJECT_API_KEY: PROJECT_API_KEY,
       WEIR_BOOTSTRAP_PERSONAL_API_KEY: PERSONAL_API_KEY,
+      WEIR_HTTP_TRANSPORT: TEST_HTTP_TRANSPORT,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

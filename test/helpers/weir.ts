@@ -10,6 +10,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import type { Row } from '../../src/core/ports.ts';
+import { chooseTransport } from '../../src/http/choose-transport.ts';
+import type { TransportName } from '../../src/http/transport.ts';
 import { startWeir, type Weir } from '../../src/main.ts';
 
 export const PROJECT_API_KEY = 'phc_test_project_key_0000000000000000000000';
@@ -24,6 +26,19 @@ export interface TestWeir {
   close(): Promise<void>;
 }
 
+/**
+ * The HTTP transport the tests' Weirs run on: `auto` (uWS where its binary loads), or what
+ * WEIR_TEST_HTTP_TRANSPORT names, which test/helpers/node-http-rerun.ts sets to run the HTTP-facing
+ * files again on Node's http.
+ */
+export const TEST_HTTP_TRANSPORT = (process.env['WEIR_TEST_HTTP_TRANSPORT'] ?? 'auto') as
+  'auto' | 'uws' | 'node';
+
+/** The transport `TEST_HTTP_TRANSPORT` comes to on this Node.js, for tests whose expectations differ. */
+export function testTransport(): TransportName {
+  return chooseTransport(TEST_HTTP_TRANSPORT).transport.name;
+}
+
 export function tempDir(prefix = 'weir-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
@@ -36,6 +51,7 @@ export async function startTestWeir(env: Record<string, string> = {}): Promise<T
     WEIR_BOOTSTRAP_PROJECT_API_KEY: PROJECT_API_KEY,
     WEIR_BOOTSTRAP_PERSONAL_API_KEY: PERSONAL_API_KEY,
     WEIR_LOG_LEVEL: process.env['WEIR_TEST_LOG_LEVEL'] ?? 'silent',
+    WEIR_HTTP_TRANSPORT: TEST_HTTP_TRANSPORT,
     ...env,
   });
   const weir = await startWeir(config, createLogger(config.logLevel));
@@ -130,6 +146,7 @@ export async function spawnWeir(
       HOME: process.env['HOME'] ?? '',
       WEIR_PORT: '0',
       WEIR_DATA_DIR: dataDir,
+      WEIR_HTTP_TRANSPORT: TEST_HTTP_TRANSPORT,
       ...keys,
       ...env,
     },
@@ -164,7 +181,12 @@ export function runWeir(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/weir.js'), ...args], {
-      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        HOME: process.env['HOME'] ?? '',
+        WEIR_HTTP_TRANSPORT: TEST_HTTP_TRANSPORT,
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

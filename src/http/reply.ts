@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http';
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from './transport.ts';
 import { AppError, errorBody, toAppError } from '../errors/app-error.ts';
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {
