@@ -25,6 +25,7 @@ import {
   startServer,
   type ServerProcess,
   type Target,
+  WEIR_LAUNCH_NODE_ARGS,
 } from './targets.ts';
 import { readWeirCounters, type WeirCounters } from './weir-metrics.ts';
 
@@ -124,7 +125,7 @@ export async function startWeirScaled(
     const capturePort = await freePort();
     const capture = await startServer(
       'weir capture',
-      [...nodeArgs('BENCH_CAPTURE_NODE_ARGS'), WEIR, 'capture'],
+      [...WEIR_LAUNCH_NODE_ARGS, ...nodeArgs('BENCH_CAPTURE_NODE_ARGS'), WEIR, 'capture'],
       env(capturePort),
       capturePort,
       '/_ready',

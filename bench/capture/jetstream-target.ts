@@ -25,6 +25,7 @@ import {
   startServer,
   type ServerProcess,
   type Target,
+  WEIR_LAUNCH_NODE_ARGS,
 } from './targets.ts';
 import { readWeirCounters } from './weir-metrics.ts';
 
@@ -70,7 +71,7 @@ export async function startWeirJetStream(nats: BenchNats): Promise<JetStreamWeir
     const capturePort = await freePort();
     const capture = await startServer(
       'weir capture',
-      [...nodeArgs('BENCH_CAPTURE_NODE_ARGS'), WEIR, 'capture'],
+      [...WEIR_LAUNCH_NODE_ARGS, ...nodeArgs('BENCH_CAPTURE_NODE_ARGS'), WEIR, 'capture'],
       env(capturePort),
       capturePort,
       '/_ready',

@@ -7,6 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LAUNCH_ENV, LAUNCH_NODE_ARGS } from '../../bin/launch-settings.js';
 import {
   REPO_ROOT,
   freePort,
@@ -195,12 +196,12 @@ export async function startBareUws(): Promise<Target> {
 }
 
 /**
- * The allocator and heap settings Weir's own launchers run it with (package.json's start script,
- * deploy/Dockerfile; docs/operations.md), so a bench measures what users run. test/unit/launch-settings.test.ts
- * keeps the three in step.
+ * The allocator and heap settings Weir's launcher (bin/weir.js) runs it with (docs/operations.md), so a bench
+ * measures what users run. Given here, they are in effect already and the launcher runs Weir in the process
+ * the bench spawned, whose PID the bench measures.
  */
-export const WEIR_LAUNCH_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
-export const WEIR_LAUNCH_NODE_ARGS: readonly string[] = ['--max-semi-space-size=64'];
+export const WEIR_LAUNCH_ENV = LAUNCH_ENV;
+export const WEIR_LAUNCH_NODE_ARGS = LAUNCH_NODE_ARGS;
 
 /**
  * The launch settings, then settings to try without editing the code:

@@ -42,6 +42,7 @@ import {
 import { CONTENDED_CORES, OtherLoadProbe, QuietGate } from '../capture/machine-load.ts';
 import { startNats, type BenchNats } from '../capture/nats-server.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
+import { WEIR_LAUNCH_ENV, WEIR_LAUNCH_NODE_ARGS } from '../capture/targets.ts';
 import { generate } from '../query/dataset.ts';
 import { runCallers } from './callers.ts';
 import type { LoadSpec } from './load.ts';
@@ -590,8 +591,9 @@ if (failures.length > 0) process.exitCode = 1;
 /** Runs `weir <command>` with only `env` (no WEIR_* of this shell) and waits for its `/_ready`. */
 async function spawnRole(role: 'ingest' | 'query', env: Record<string, string>): Promise<Role> {
   const port = await freePort();
-  const child = spawnTracked(process.execPath, [BIN, role], {
-    env: { ...env, WEIR_PORT: String(port) },
+  // With the launch settings given, the PID measured is Weir's, not a launcher's.
+  const child = spawnTracked(process.execPath, [...WEIR_LAUNCH_NODE_ARGS, BIN, role], {
+    env: { ...env, ...WEIR_LAUNCH_ENV, WEIR_PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

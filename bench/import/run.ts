@@ -20,6 +20,7 @@ import {
   waitUntilReady,
 } from '../capture/child-processes.ts';
 import { OtherLoadProbe } from '../capture/machine-load.ts';
+import { WEIR_LAUNCH_ENV, WEIR_LAUNCH_NODE_ARGS } from '../capture/targets.ts';
 import { writeExport } from './generate.ts';
 
 const KEY = 'phc_bench_import_key_00000000000000000000000';
@@ -71,9 +72,11 @@ async function importOnce(file: string, concurrency: number): Promise<Run> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const dataDir = join(work, `data-${concurrency}`);
-  const weir = spawnTracked(process.execPath, [weirBin, 'start'], {
+  // With the launch settings given, each PID measured is the process that does the work, not a launcher.
+  const weir = spawnTracked(process.execPath, [...WEIR_LAUNCH_NODE_ARGS, weirBin, 'start'], {
     env: {
       ...process.env,
+      ...WEIR_LAUNCH_ENV,
       WEIR_PORT: String(port),
       WEIR_DATA_DIR: dataDir,
       WEIR_BOOTSTRAP_PROJECT_API_KEY: KEY,
@@ -88,9 +91,22 @@ async function importOnce(file: string, concurrency: number): Promise<Run> {
     const weirCpu0 = processCpuSeconds(weir.pid!);
     const reaped0 = reapedChildrenCpu();
     const t = Date.now();
-    const args = [weirBin, 'import', file, '--url', url, '--api-key', KEY, '--no-checkpoint'];
+    const args = [
+      ...WEIR_LAUNCH_NODE_ARGS,
+      weirBin,
+      'import',
+      file,
+      '--url',
+      url,
+      '--api-key',
+      KEY,
+      '--no-checkpoint',
+    ];
     args.push('--batch-size', values['batch-size'], '--concurrency', String(concurrency));
-    const importer = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    const importer = spawn(process.execPath, args, {
+      env: { ...process.env, ...WEIR_LAUNCH_ENV },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let summary = '';
     importer.stdout.on('data', (d: Buffer) => (summary += d.toString()));
     const code = await exited(importer);

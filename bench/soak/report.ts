@@ -185,7 +185,7 @@ function method(options: SoakOptions): string {
         ? ', on a second fresh Weir (`--fresh`): the search ran on one of its own, so its saturation set no high-water mark of memory for the soak.'
         : ', on the same Weir the search ran on.'),
     '',
-    `Weir runs with the settings \`npm start\` gives it: ${Object.entries(WEIR_LAUNCH_ENV)
+    `Weir runs with the settings its launcher (bin/weir.js) gives it: ${Object.entries(WEIR_LAUNCH_ENV)
       .map(([k, v]) => `\`${k}=${v}\``)
       .join(', ')}, \`node ${WEIR_LAUNCH_NODE_ARGS.join(' ')}\` (docs/operations.md)` + `${benchExtras()}.`,
     ...(options.rates

@@ -8,7 +8,15 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { PROJECT_API_KEY, runWeir, startTestWeir, tempDir, waitFor } from '../helpers/weir.ts';
+import {
+  LAUNCH_ENV,
+  PROJECT_API_KEY,
+  runWeir,
+  startTestWeir,
+  tempDir,
+  waitFor,
+  weirArgs,
+} from '../helpers/weir.ts';
 
 const w = await startTestWeir();
 t.teardown(() => w.close());
@@ -119,16 +127,11 @@ t.test('killed mid-import, the same command resumes and each event is stored onc
   );
   writeFileSync(file, gzipSync(`${lines.join('\n')}\n`));
   const checkpoint = `${file}.weir-import.json`;
-  const child = spawn(
-    process.execPath,
-    [
-      join(import.meta.dirname, '../../bin/weir.js'),
-      ...importArgs(file, '--batch-size', '100', '--rate', '2000'),
-    ],
-    {
-      stdio: 'ignore',
-    },
-  );
+  // With the launch settings given, the process killed is the importer itself, not a launcher in front of it.
+  const child = spawn(process.execPath, weirArgs(importArgs(file, '--batch-size', '100', '--rate', '2000')), {
+    env: { ...process.env, ...LAUNCH_ENV },
+    stdio: 'ignore',
+  });
   const exited = new Promise((resolve) => child.on('exit', resolve));
   const cp = await waitFor(
     () =>

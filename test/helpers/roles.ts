@@ -5,10 +5,17 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { PERSONAL_API_KEY, PROJECT_API_KEY, TEST_HTTP_TRANSPORT, waitFor, weirSql } from './weir.ts';
+import {
+  LAUNCH_ENV,
+  PERSONAL_API_KEY,
+  PROJECT_API_KEY,
+  TEST_HTTP_TRANSPORT,
+  waitFor,
+  weirArgs,
+  weirSql,
+} from './weir.ts';
 
 export type RoleCommand = 'start' | 'capture' | 'ingest' | 'query';
 
@@ -29,18 +36,17 @@ export interface RoleProcess {
   metrics(): Promise<string>;
 }
 
-const BIN = join(import.meta.dirname, '../../bin/weir.js');
-
 /** Runs `weir <command>` and resolves once it logs that it listens (or rejects with its output). */
 export async function spawnRole(
   command: RoleCommand,
   env: Record<string, string>,
   args: string[] = [],
 ): Promise<RoleProcess> {
-  const child = spawn(process.execPath, [BIN, command, ...args], {
+  const child = spawn(process.execPath, weirArgs([command, ...args]), {
     env: {
       PATH: process.env['PATH'] ?? '',
       HOME: process.env['HOME'] ?? '',
+      ...LAUNCH_ENV,
       WEIR_PORT: '0',
       WEIR_LOG_LEVEL: 'info',
       WEIR_BOOTSTRAP_PROJECT_API_KEY: PROJECT_API_KEY,

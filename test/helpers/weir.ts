@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { LAUNCH_ENV, LAUNCH_NODE_ARGS } from '../../bin/launch-settings.js';
 import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import type { Row } from '../../src/core/ports.ts';
@@ -117,6 +118,16 @@ export async function waitFor<T>(
   }
 }
 
+/**
+ * Node's arguments for `weir ARGS…` with the launch settings given, as the benches start it (with LAUNCH_ENV
+ * in its environment): the launcher then runs Weir in the process spawned, whose PID and signals are Weir's.
+ * test/e2e/launcher.test.ts starts it without them.
+ */
+export function weirArgs(args: readonly string[]): string[] {
+  return [...LAUNCH_NODE_ARGS, join(import.meta.dirname, '../../bin/weir.js'), ...args];
+}
+export { LAUNCH_ENV };
+
 export interface SpawnedWeir {
   readonly child: ChildProcess;
   readonly url: string;
@@ -140,10 +151,11 @@ export async function spawnWeir(
           WEIR_BOOTSTRAP_PROJECT_API_KEY: PROJECT_API_KEY,
           WEIR_BOOTSTRAP_PERSONAL_API_KEY: PERSONAL_API_KEY,
         };
-  const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/weir.js'), 'start'], {
+  const child = spawn(process.execPath, weirArgs(['start']), {
     env: {
       PATH: process.env['PATH'] ?? '',
       HOME: process.env['HOME'] ?? '',
+      ...LAUNCH_ENV,
       WEIR_PORT: '0',
       WEIR_DATA_DIR: dataDir,
       WEIR_HTTP_TRANSPORT: TEST_HTTP_TRANSPORT,
@@ -180,10 +192,11 @@ export function runWeir(
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/weir.js'), ...args], {
+    const child = spawn(process.execPath, weirArgs(args), {
       env: {
         PATH: process.env['PATH'] ?? '',
         HOME: process.env['HOME'] ?? '',
+        ...LAUNCH_ENV,
         WEIR_HTTP_TRANSPORT: TEST_HTTP_TRANSPORT,
         ...env,
       },
