@@ -1,8 +1,12 @@
 /**
  * The OpenAPI 3.0.3 description of one endpoint's run (SPEC §4): the run path with method `post`, its request
- * (`EndpointRunRequest`, with the version's variables typed and all of them required) and its response. What
- * a stock generator (openapi-typescript, openapi-generator, …) needs to make a typed client; test/e2e has one
- * made and run against a live Weir.
+ * (`EndpointRunRequest`, with the version's variables typed and all of them required) and its JSON response.
+ * What a stock generator (openapi-typescript, openapi-generator, …) needs to make a typed client; test/e2e has
+ * one made and run against a live Weir.
+ *
+ * The run's 200 is JSON alone, and each other format is an operation of its own on the path Weir serves it
+ * at (`…/run.csv`, …): a generator types an operation's answer from all its media types (openapi-fetch's
+ * `data` is their union), so formats listed beside JSON would take the JSON type away from a plain client.
  *
  * No property has a `default`: stock generators (openapi-typescript) make such a property required, and a
  * client would then have to send `refresh` and `debug` on every call. The defaults are in the descriptions.
@@ -16,7 +20,7 @@ import { planMaterialization } from '../query/materialize/rewrite.ts';
 import { compileVersion } from '../query/endpoints/definition.ts';
 import { magicVariables } from '../query/insights/insight.ts';
 import { REFRESH_MODES } from '../query/endpoints/endpoint-runner.ts';
-import { CONTENT_TYPES, OUTPUT_FORMATS } from '../query/output/formats.ts';
+import { CONTENT_TYPES, ROWS_FORMATS, type RowsFormat } from '../query/output/formats.ts';
 import { runPath } from './endpoint-json.ts';
 
 type Schema = Record<string, unknown>;
@@ -37,6 +41,51 @@ export function endpointOpenApi(endpoint: Endpoint, options: OpenApiOptions): Re
   const what = `Runs the Weir endpoint '${endpoint.name}' of project ${endpoint.projectId}, version ${version.version}${
     options.pinned ? '' : ' (the newest when this was generated; a run without `version` runs the newest)'
   }.`;
+  const path = runPath(endpoint.projectId, endpoint.name);
+  const operationId = `run_${endpoint.name.replaceAll('-', '_')}`;
+  const requestBody = (schema: string): Schema => ({
+    required: requiredVariables.length > 0 || options.pinned !== undefined,
+    content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } },
+  });
+  const others = ROWS_FORMATS.map((f) => `\`.${f}\``).join(', ');
+  const paths: Record<string, Schema> = {
+    [path]: {
+      post: {
+        operationId,
+        summary: `Execute ${endpoint.name}`,
+        description: `${what} Answers JSON; the same rows in another format are the operations of this path with ${others} appended.`,
+        security: [{ PersonalAPIKey: [] }],
+        requestBody: requestBody('EndpointRunRequest'),
+        responses: {
+          '200': {
+            description: 'Query results',
+            content: { 'application/json': { schema: responseSchema() } },
+          },
+          ...errorResponses(),
+        },
+      },
+    },
+  };
+  for (const format of ROWS_FORMATS) {
+    const rows = ROWS_ANSWERS[format];
+    paths[`${path}.${format}`] = {
+      post: {
+        operationId: `${operationId}_${format}`,
+        summary: `Execute ${endpoint.name} as ${rows.name}`,
+        description: `${what} Answers the rows alone as ${rows.name}, the JSON answer's other fields in headers.`,
+        security: [{ PersonalAPIKey: [] }],
+        requestBody: requestBody('EndpointRunRowsRequest'),
+        responses: {
+          '200': {
+            description: `Query results as ${rows.name}`,
+            headers: ROWS_HEADERS,
+            content: { [mediaType(CONTENT_TYPES[format])]: { schema: rows.schema } },
+          },
+          ...errorResponses(),
+        },
+      },
+    };
+  }
   return {
     openapi: '3.0.3',
     info: {
@@ -45,37 +94,12 @@ export function endpointOpenApi(endpoint: Endpoint, options: OpenApiOptions): Re
       version: String(version.version),
     },
     servers: [{ url: options.baseUrl }],
-    paths: {
-      [runPath(endpoint.projectId, endpoint.name)]: {
-        post: {
-          operationId: `run_${endpoint.name.replaceAll('-', '_')}`,
-          summary: `Execute ${endpoint.name}`,
-          description: what,
-          security: [{ PersonalAPIKey: [] }],
-          requestBody: {
-            required: requiredVariables.length > 0 || options.pinned !== undefined,
-            content: {
-              'application/json': { schema: { $ref: '#/components/schemas/EndpointRunRequest' } },
-            },
-          },
-          responses: {
-            '200': {
-              description: 'Query results',
-              headers: FORMAT_HEADERS,
-              content: {
-                'application/json': { schema: responseSchema() },
-                ...encodedResponses(),
-              },
-            },
-            ...errorResponses(),
-          },
-        },
-      },
-    },
+    paths,
     components: {
       securitySchemes: { PersonalAPIKey: { type: 'http', scheme: 'bearer' } },
       schemas: {
-        EndpointRunRequest: requestSchema(version, variables, options),
+        EndpointRunRequest: requestSchema(version, variables, options, 'json'),
+        EndpointRunRowsRequest: requestSchema(version, variables, options, 'rows'),
         Error: ERROR_SCHEMA,
       },
     },
@@ -157,10 +181,15 @@ function bucketedVariables(version: EndpointVersion, bucket: MaterializationBuck
   return out;
 }
 
+/**
+ * A run's request: the JSON run's, or (`rows`) that of a format's own path, without `debug` (its fields have
+ * no place in the rows). Neither has `format`: the path gives it.
+ */
 function requestSchema(
   version: EndpointVersion,
   variables: readonly RunVariable[],
   options: OpenApiOptions,
+  answer: 'json' | 'rows',
 ): Schema {
   const properties: Record<string, Schema> = {};
   for (const v of variables) properties[v.name] = v.schema;
@@ -191,17 +220,15 @@ function requestSchema(
         description:
           "`cache` (when absent): a cached result younger than the endpoint's cache age if there is one; `force`: compute it now; `direct`: only for a materialized version, run it on raw data.",
       },
-      debug: {
-        type: 'boolean',
-        description:
-          'False when absent. True adds `hogql` (the query as it ran), `clickhouse` and `timings` to the response.',
-      },
-      format: {
-        type: 'string',
-        enum: [...OUTPUT_FORMATS],
-        description:
-          "The answer's encoding; `json` when absent. Only `json` carries the fields beside the rows: `csv` (RFC 4180, a header line), `ndjson` (an object a row, keyed by column), `parquet` and `arrow` (IPC stream) carry the rows, and headers say the rest (`Weir-Has-More`, …).",
-      },
+      ...(answer === 'json'
+        ? {
+            debug: {
+              type: 'boolean',
+              description:
+                'False when absent. True adds `hogql` (the query as it ran), `clickhouse` and `timings` to the response.',
+            },
+          }
+        : {}),
       version: options.pinned
         ? { type: 'integer', enum: [options.pinned.version], description: 'The version this client runs.' }
         : { type: 'integer', minimum: 1, description: 'The version to run; the newest when absent.' },
@@ -291,48 +318,59 @@ function responseSchema(): Schema {
   };
 }
 
-/** The 200 bodies of the formats other than JSON: text for CSV and NDJSON, bytes for Parquet and Arrow. */
-function encodedResponses(): Record<string, { schema: Schema }> {
-  const text = (description: string): { schema: Schema } => ({ schema: { type: 'string', description } });
-  const binary = (description: string): { schema: Schema } => ({
-    schema: { type: 'string', format: 'binary', description },
-  });
-  return {
-    [mediaType(CONTENT_TYPES.csv)]: text(
-      'format csv: a header line of the column names, then a line a row (RFC 4180).',
-    ),
-    [CONTENT_TYPES.ndjson]: text('format ndjson: one JSON object a row, keyed by column name.'),
-    [CONTENT_TYPES.parquet]: binary('format parquet: the rows as a Parquet file (zstd).'),
-    [CONTENT_TYPES.arrow]: binary('format arrow: the rows as an Arrow IPC stream.'),
-  };
-}
+/** The 200 body of each format's own operation: text for CSV and NDJSON, bytes for Parquet and Arrow. */
+const ROWS_ANSWERS: Readonly<Record<RowsFormat, { readonly name: string; readonly schema: Schema }>> = {
+  csv: {
+    name: 'CSV',
+    schema: {
+      type: 'string',
+      description: 'A header line of the column names, then a line a row (RFC 4180, CRLF).',
+    },
+  },
+  ndjson: {
+    name: 'NDJSON',
+    schema: { type: 'string', description: 'One JSON object a row, keyed by column name, a line each.' },
+  },
+  parquet: {
+    name: 'Parquet',
+    schema: { type: 'string', format: 'binary', description: 'The rows as a Parquet file (zstd).' },
+  },
+  arrow: {
+    name: 'Arrow',
+    schema: {
+      type: 'string',
+      format: 'binary',
+      description: 'The rows as an Arrow IPC stream (not the file format).',
+    },
+  },
+};
 
 /** A content type without its parameters (`text/csv; charset=utf-8` → `text/csv`), as OpenAPI keys them. */
 function mediaType(contentType: string): string {
   return contentType.split(';')[0]!.trim();
 }
 
-/** What a non-JSON answer says in headers, in place of the JSON answer's fields. */
-const FORMAT_HEADERS: Record<string, Schema> = {
+/** What an answer of rows alone says in headers, in place of the JSON answer's fields. */
+const ROWS_HEADERS: Record<string, Schema> = {
   'Weir-Has-More': {
-    description: 'A format other than json: whether rows follow this page (`hasMore`).',
+    description: 'Whether rows follow this page (`hasMore`).',
     schema: { type: 'string', enum: ['true', 'false'] },
   },
   'Weir-Endpoint-Version': {
-    description: 'A format other than json: the version that ran (`endpoint_version`).',
+    description: 'The version that ran (`endpoint_version`).',
     schema: { type: 'string' },
   },
   'Weir-Is-Cached': {
-    description: 'A format other than json: whether the result came from the cache (`is_cached`).',
+    description: 'Whether the result came from the cache (`is_cached`).',
     schema: { type: 'string', enum: ['true', 'false'] },
   },
   'Weir-Last-Refresh': {
-    description: 'A format other than json: when the result was computed (`last_refresh`).',
+    description: 'When the result was computed (`last_refresh`).',
     schema: { type: 'string' },
   },
   'Weir-Endpoint-Materialized-At': {
     description:
-      'A format other than json, answered from a materialization: when it was computed (`endpoint_materialized_at`).',
+      'Only when answered from a materialization: when it was computed (`endpoint_materialized_at`).',
     schema: { type: 'string' },
   },
 };

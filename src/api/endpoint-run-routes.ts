@@ -11,12 +11,13 @@ import {
   type RunRequest,
   type RunTable,
 } from '../query/endpoints/endpoint-runner.ts';
+import { ROWS_FORMATS, type RowsFormat } from '../query/output/formats.ts';
 import { apiRoute, type ApiRequest, type ApiResponse } from './api-route.ts';
 import { PROJECT_PREFIXES, access, findEndpoint, findVersion } from './endpoint-access.ts';
 import { readVersionParam } from './endpoint-input.ts';
 import { endpointOpenApi } from './endpoint-openapi.ts';
 import { invalid, objectBody, type JsonObject } from './json-input.ts';
-import { encodedAnswer, readFormat, type OutputFormat } from './output-answer.ts';
+import { encodedAnswer, readFormat } from './output-answer.ts';
 import { ResponseMemo } from './response-memo.ts';
 import { readVariables } from './variables-input.ts';
 
@@ -48,7 +49,7 @@ function memorable(answer: RunAnswer, catalog: Catalog): ApiResponse {
  * A run's answer in a format other than JSON: the rows alone, and what the JSON answer says beside them in
  * headers (`Weir-Has-More` is how a client pages).
  */
-function encoded(format: Exclude<OutputFormat, 'json'>, table: RunTable): ApiResponse | Promise<ApiResponse> {
+function encoded(format: RowsFormat, table: RunTable): ApiResponse | Promise<ApiResponse> {
   const headers: Record<string, string> = {
     'Weir-Has-More': String(table.hasMore),
     'Weir-Endpoint-Version': String(table.version),
@@ -61,6 +62,8 @@ function encoded(format: Exclude<OutputFormat, 'json'>, table: RunTable): ApiRes
 
 /** The fields of a run request (SPEC §4), in the body of a POST or the query string of either method. */
 export const RUN_FIELDS = ['refresh', 'variables', 'debug', 'version', 'limit', 'offset', 'format'];
+/** The fields of a run on a format's own path (`…/run.csv`): the path gives the format. */
+const ROWS_RUN_FIELDS = RUN_FIELDS.filter((f) => f !== 'format');
 const MAX_OFFSET = 1_000_000_000;
 
 /**
@@ -71,15 +74,25 @@ const MAX_OFFSET = 1_000_000_000;
  * last_refresh, endpoint_materialized, endpoint_materialized_at}` (+ `hogql`, `clickhouse`, `timings` with
  * `debug`), or with `format` the rows as CSV, NDJSON, Parquet or Arrow (output-answer.ts). Needs
  * `endpoint:read`.
+ *
+ * `POST` and `GET P/endpoints/{name}/run.csv` (`.ndjson`, `.parquet`, `.arrow`): the same run in the format
+ * the path names, which takes no `format` field.
  */
 export function registerEndpointRunRoutes(app: HttpApp, deps: EndpointRunRoutesDeps): void {
-  const run = (req: ApiRequest, fromBody: JsonObject): ApiResponse | Promise<ApiResponse> => {
+  const run = (
+    req: ApiRequest,
+    fromBody: JsonObject,
+    pathFormat?: RowsFormat,
+  ): ApiResponse | Promise<ApiResponse> => {
     const { project } = access(deps.catalog, req, 'endpoint:read');
     const endpoint = findEndpoint(deps.catalog, project, req.params[1]!);
+    const allowed = pathFormat === undefined ? RUN_FIELDS : ROWS_RUN_FIELDS;
     const fields =
-      req.query.size === 0 ? fromBody : { ...fromQueryString(req.query, Object.keys(fromBody)), ...fromBody };
+      req.query.size === 0
+        ? fromBody
+        : { ...fromQueryString(req.query, Object.keys(fromBody), allowed), ...fromBody };
     const request = readRunRequest(fields, deps.maxLimit);
-    const format = readFormat(fields['format']);
+    const format = pathFormat ?? readFormat(fields['format']);
     if (format !== 'json') {
       if (request.debug) {
         throw invalid(
@@ -107,6 +120,14 @@ export function registerEndpointRunRoutes(app: HttpApp, deps: EndpointRunRoutesD
       },
       { memo },
     );
+    // A path of its own per format lets the OpenAPI document give each format an operation with one answer
+    // type, the run's own staying JSON (endpoint-openapi.ts).
+    for (const format of ROWS_FORMATS) {
+      apiRoute(app, deps, `${prefix}/endpoints/:name/run.${format}`, {
+        post: (req) => run(req, objectBody(req.body, ROWS_RUN_FIELDS), format),
+        get: (req) => run(req, {}, format),
+      });
+    }
     apiRoute(app, deps, `${prefix}/endpoints/:name/openapi.json`, {
       get: (req) => {
         const { project } = access(deps.catalog, req, 'endpoint:read');
@@ -134,12 +155,16 @@ export function registerEndpointRunRoutes(app: HttpApp, deps: EndpointRunRoutesD
  * The query string's run fields as JSON values: `variables` is JSON, `debug` a boolean, the others as
  * written (numbers are read as such below). A field given both here and in the body is refused.
  */
-function fromQueryString(query: URLSearchParams, inBody: readonly string[]): JsonObject {
+function fromQueryString(
+  query: URLSearchParams,
+  inBody: readonly string[],
+  allowed: readonly string[],
+): JsonObject {
   const out: Record<string, unknown> = {};
   for (const [name, value] of query) {
-    if (!RUN_FIELDS.includes(name)) {
+    if (!allowed.includes(name)) {
       throw new AppError('unknown_field', {
-        detail: `A run takes no parameter '${name.slice(0, 64)}'; it takes ${RUN_FIELDS.join(', ')}.`,
+        detail: `A run takes no parameter '${name.slice(0, 64)}'; it takes ${allowed.join(', ')}.`,
         attr: name.slice(0, 64),
       });
     }

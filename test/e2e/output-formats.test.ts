@@ -2,8 +2,8 @@
  * Output formats (SPEC §4 `format`, §3 the query API): a run or a query answered as CSV, NDJSON, Parquet or
  * Arrow carries the rows of its JSON answer, with the format's content type, read back by a reader of that
  * format; for a SQL endpoint (pages in `Weir-Has-More`), a trends, a funnel and a retention endpoint, a cached
- * and a materialized run; an unknown format is a 400; a large result is streamed and arrives whole, also
- * to a client that reads slowly.
+ * and a materialized run; each format's own path (`…/run.csv`, …) answers as `format` does; an unknown
+ * format is a 400; a large result is streamed and arrives whole, also to a client that reads slowly.
  */
 import t, { type Test } from 'tap';
 import {
@@ -25,7 +25,7 @@ import {
   readParquetTable,
   type Fetched,
 } from '../helpers/output-formats.ts';
-import { captureAll, ok, rawQuery, type QueryBody } from '../helpers/query-api.ts';
+import { captureAll, createKey, ok, rawQuery, type QueryBody } from '../helpers/query-api.ts';
 import { PERSONAL_API_KEY, startTestWeir, waitFor } from '../helpers/weir.ts';
 
 const w = await startTestWeir();
@@ -285,6 +285,88 @@ t.test('a SQL endpoint: each format, its pages in Weir-Has-More, GET and POST al
     );
     sameRows(t, format, viaGet, last, 'GET last page');
     t.equal(viaGet.headers['weir-has-more'], 'false', `${format}: the last page`);
+  }
+});
+
+t.test("each format's own path answers as format does, and takes no format field", async (t) => {
+  await createEndpoint(w, {
+    name: 'own-paths',
+    query: hogql(`SELECT properties.$browser AS browser, count() AS n FROM events
+      WHERE timestamp >= {variables.since} GROUP BY browser ORDER BY browser`),
+    variables: { since: { type: 'date' } },
+  });
+  const variables = { since: '2020-01-01' };
+  const page = await runOk(w, 'own-paths', { variables, limit: 2, offset: 1 });
+  t.equal(page.hasMore, true);
+  const query = `variables=${encodeURIComponent(JSON.stringify(variables))}&limit=2&offset=1`;
+  const writer = await createKey(w, { scopes: ['endpoint:write'], projects: [1] });
+  for (const format of FORMATS) {
+    const path = `own-paths/run.${format}`;
+    const res = await fetchRaw(`${base}/endpoints/${path}`, { body: { variables, limit: 2, offset: 1 } });
+    sameRows(t, format, res, page, 'own path');
+    t.equal(res.headers['weir-has-more'], 'true', `${format}: more rows follow`);
+    t.equal(res.headers['weir-last-refresh'], page.last_refresh, `${format}: the JSON page's result`);
+    const viaGet = await fetchRaw(`${w.url}/api/environments/1/endpoints/${path}?${query}`);
+    sameRows(t, format, viaGet, page, 'own path, GET on the environments form');
+    refused(
+      t,
+      await endpointsApi(w, 'POST', path, { variables, format }),
+      400,
+      'unknown_field',
+      'format',
+      `${format}: the path gives the format, the body does not`,
+    );
+    refused(
+      t,
+      await endpointsApi(w, 'GET', `${path}?${query}&format=json`),
+      400,
+      'unknown_field',
+      'format',
+      `${format}: nor the query string`,
+    );
+    refused(
+      t,
+      await endpointsApi(w, 'POST', path, { variables, debug: true }),
+      400,
+      'invalid_input',
+      'debug',
+      `${format}: debug`,
+    );
+    refused(
+      t,
+      await endpointsApi(w, 'POST', path, {}),
+      400,
+      'missing_variable',
+      'variables',
+      `${format}: variables`,
+    );
+    refused(
+      t,
+      await endpointsApi(w, 'POST', `nope/run.${format}`, {}),
+      404,
+      'not_found',
+      null,
+      `${format}: 404`,
+    );
+    refused(
+      t,
+      await endpointsApi(w, 'POST', path, { variables }, { key: '' }),
+      401,
+      'not_authenticated',
+      null,
+      `${format}: no key`,
+    );
+    refused(
+      t,
+      await endpointsApi(w, 'POST', path, { variables }, { key: writer.value }),
+      403,
+      'missing_scope',
+      null,
+      `${format}: no endpoint:read`,
+    );
+    const put = await endpointsApi(w, 'PUT', path, {});
+    refused(t, put, 405, 'method_not_allowed', null, `${format}: PUT`);
+    t.equal(put.headers.get('allow'), 'POST, GET');
   }
 });
 

@@ -1,6 +1,7 @@
 /**
  * A client generated from an endpoint's OpenAPI document by stock tools (openapi-typescript types +
- * openapi-fetch), type-checked under `tsc --strict` in a directory of its own, then imported to run.
+ * openapi-fetch), type-checked under `tsc --strict` in a directory of its own, then imported to run, or run
+ * as a program of its own the way a user runs one (`node --import=tsx client.ts`).
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -22,6 +23,30 @@ interface Teardown {
  * `tsc --strict` on them, and imports the client. Resolves to the module, or rejects with tsc's output.
  */
 export async function generatedClient<T>(t: Teardown, doc: unknown, source: string): Promise<T> {
+  const dir = await typeChecked(t, doc, source);
+  return (await import(pathToFileURL(join(dir, 'client.ts')).href)) as T;
+}
+
+/**
+ * As generatedClient, with `source` a program: once it type-checks, it runs in a process of its own with
+ * tsx, as `node --import=tsx client.ts`. Resolves to what it printed, or rejects with its error output.
+ */
+export async function generatedProgram(t: Teardown, doc: unknown, source: string): Promise<string> {
+  const dir = await typeChecked(t, doc, source);
+  try {
+    const { stdout } = await exec(process.execPath, ['--import=tsx', 'client.ts'], {
+      cwd: dir,
+      timeout: 60_000,
+    });
+    return stdout;
+  } catch (err) {
+    const e = err as { code?: unknown; stderr?: string };
+    throw new Error(`client.ts exited ${String(e.code)}: ${e.stderr ?? ''}`, { cause: err });
+  }
+}
+
+/** The directory of the generated schema and `source`, once `tsc --strict` accepts them. */
+async function typeChecked(t: Teardown, doc: unknown, source: string): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'weir-openapi-client-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
@@ -54,5 +79,5 @@ export async function generatedClient<T>(t: Teardown, doc: unknown, source: stri
     const e = err as { stdout?: string; stderr?: string };
     throw new Error(`tsc: ${e.stdout ?? ''}${e.stderr ?? ''}`, { cause: err });
   }
-  return (await import(pathToFileURL(join(dir, 'client.ts')).href)) as T;
+  return dir;
 }

@@ -14,6 +14,12 @@ export const CONTENT_TYPES: Readonly<Record<OutputFormat, string>> = {
   arrow: 'application/vnd.apache.arrow.stream',
 };
 
+/** The formats that carry the rows alone, without the JSON answer's fields beside them. */
+export type RowsFormat = Exclude<OutputFormat, 'json'>;
+export const ROWS_FORMATS: readonly RowsFormat[] = OUTPUT_FORMATS.filter(
+  (f): f is RowsFormat => f !== 'json',
+);
+
 export function isOutputFormat(value: unknown): value is OutputFormat {
   return typeof value === 'string' && (OUTPUT_FORMATS as readonly string[]).includes(value);
 }
