@@ -7,6 +7,11 @@ import type { Mode } from '../../src/loadgen/payloads.ts';
 
 export type BusKind = 'embedded' | 'jetstream';
 
+/** The HTTP transports embedded Weir is measured on, each beside a bare server of its own. */
+export type BenchTransport = 'uws' | 'node';
+
+export const BENCH_TRANSPORTS: readonly BenchTransport[] = ['uws', 'node'];
+
 export interface BenchOptions {
   /** Embedded Weir (`weir start`) against bare uWS, or Weir's roles over NATS JetStream. @default 'embedded' */
   readonly bus: BusKind;
@@ -45,6 +50,11 @@ export interface BenchOptions {
    * @default undefined (the embedded-store JetStream bench)
    */
   readonly ingest: number | undefined;
+  /**
+   * Embedded mode: the transports to measure, uWS (beside bare uWS) before Node's http (beside bare http).
+   * @default undefined: both where uWS loads, Node's http alone where it does not
+   */
+  readonly transports: readonly BenchTransport[] | undefined;
 }
 
 /** Most ingest processes `--ingest` starts: each is a Node process on the same 2 cores. */
@@ -71,6 +81,9 @@ export const USAGE = `usage: npm run bench:capture -- [flags]
   --quiet-wait SECONDS      total wait for a quiet machine before runs, 0 = never (default 30)
   --skip-max                fixed-rate runs only
   --out-dir DIR             results directory (default bench/results)
+  --transports LIST         embedded: Weir's HTTP transports to measure, each beside
+                            its own bare server: uws, node or uws,node (default both
+                            where uWebSockets.js loads, node alone where it does not)
   --ceiling SECONDS         jetstream: length of the raw JetStream ceiling run (default 5)
   --ingest N                jetstream: on the ClickHouse server store (the test-only
                             front over chDB), with 1, 2, … N weir ingest processes
@@ -106,6 +119,7 @@ export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
       bus: { type: 'string' },
       ceiling: { type: 'string' },
       ingest: { type: 'string' },
+      transports: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -123,6 +137,9 @@ export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
     throw new Error('--ingest measures ingest processes over JetStream: it needs --bus jetstream');
   if (ingest !== undefined && !(Number.isInteger(ingest) && ingest >= 1 && ingest <= MAX_INGEST))
     throw new Error(`--ingest must be a whole number in 1..${MAX_INGEST}, got '${values.ingest}'`);
+  if (values.transports !== undefined && bus !== 'embedded')
+    throw new Error("--transports picks embedded Weir's HTTP transport: it needs --bus embedded");
+  const transports = values.transports === undefined ? undefined : parseTransports(values.transports);
   const warmup = values.warmup === '0' ? 0 : positive('warmup', values.warmup, 60, 600);
   const quietWait = values['quiet-wait'] === '0' ? 0 : positive('quiet-wait', values['quiet-wait'], 30, 3600);
   return {
@@ -141,5 +158,35 @@ export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
     outDir: values['out-dir'] ?? 'bench/results',
     ceilingMs: positive('ceiling', values.ceiling, 5, 600) * 1000,
     ingest,
+    transports,
   };
+}
+
+/** `node,uws` → ['uws', 'node']: always uWS first, so runs of either order measure in the same order. */
+function parseTransports(raw: string): BenchTransport[] {
+  const names = raw.split(',').map((name) => name.trim());
+  const known = (name: string): name is BenchTransport => (BENCH_TRANSPORTS as string[]).includes(name);
+  if (!names.every(known) || new Set(names).size !== names.length)
+    throw new Error(`--transports must be uws, node or uws,node, got '${raw}'`);
+  return BENCH_TRANSPORTS.filter((t) => names.includes(t));
+}
+
+/** The transports a run measures, and why uWS is left out when it is. */
+export interface TransportPlan {
+  readonly transports: readonly BenchTransport[];
+  readonly uwsSkipped: string | undefined;
+}
+
+/**
+ * What `--transports` comes to on this Node.js, given why uWS does not load (undefined: it loads). Left to
+ * the default, a uWS that does not load is left out and the report says why; asked for by name, it is
+ * refused before anything starts, as Weir refuses WEIR_HTTP_TRANSPORT=uws there.
+ */
+export function planTransports(
+  asked: readonly BenchTransport[] | undefined,
+  uwsUnavailable: string | undefined,
+): TransportPlan {
+  if (uwsUnavailable === undefined) return { transports: asked ?? BENCH_TRANSPORTS, uwsSkipped: undefined };
+  if (asked?.includes('uws')) throw new Error(`--transports uws: ${uwsUnavailable}`);
+  return { transports: asked ?? ['node'], uwsSkipped: uwsUnavailable };
 }

@@ -7,7 +7,15 @@ import { join, resolve } from 'node:path';
 import { REPO_ROOT } from './child-processes.ts';
 import { contended, type Measurement } from './measure.ts';
 import { latencyPlot, type PlotSeries } from '../../src/loadgen/latency-plot.ts';
-import type { BenchResults, ModeResults, TargetCheck, TargetResults } from './results.ts';
+import {
+  computeRatios,
+  sustainedEventsPerSecond,
+  type BenchResults,
+  type ModeResults,
+  type Ratios,
+  type TargetCheck,
+  type TargetResults,
+} from './results.ts';
 
 export interface Table {
   readonly title: string;
@@ -33,37 +41,74 @@ export function failures(m: Measurement): string {
   return parts.length ? parts.join(' ') : '0';
 }
 
-/** A column: its header, its cell for one server, and its cell in the "Weir ÷ bare" row (blank if none). */
+/** A transport's two servers, as the tables name them, and their results by mode. */
+interface Pair {
+  readonly bare: string;
+  readonly weir: string;
+  readonly modes: readonly ModeResults[];
+}
+
+/**
+ * The pairs measured, uWS's first. Results made before Node's http was measured hold uWS's pair alone, in
+ * `modes`, as results made where uWS did not load hold an empty one.
+ */
+function pairsOf(results: BenchResults): Pair[] {
+  const out: Pair[] = [];
+  if (results.modes.length > 0) out.push({ bare: 'bare uWS', weir: 'Weir on uWS', modes: results.modes });
+  if (results.nodeModes && results.nodeModes.length > 0)
+    out.push({ bare: 'bare http', weir: "Weir on Node's http", modes: results.nodeModes });
+  return out;
+}
+
+/** One pair's results in one mode. */
+interface PairMode {
+  readonly pair: Pair;
+  readonly r: ModeResults;
+}
+
+/** Every mode measured, each with the pairs measured in it. */
+function byMode(results: BenchResults): { mode: string; pairs: PairMode[] }[] {
+  const out: { mode: string; pairs: PairMode[] }[] = [];
+  for (const pair of pairsOf(results))
+    for (const r of pair.modes) {
+      let entry = out.find((e) => e.mode === r.mode);
+      if (entry === undefined) out.push((entry = { mode: r.mode, pairs: [] }));
+      entry.pairs.push({ pair, r });
+    }
+  return out;
+}
+
+/** A column: its header, its cell for one server, and its cell in a "Weir ÷ bare" row (blank if none). */
 interface Column {
   readonly name: string;
   cell(t: TargetResults): string;
-  readonly ratio?: string;
+  ratio?(r: ModeResults): string;
 }
 
-function comparison(title: string, r: ModeResults, columns: readonly Column[]): Table {
+/** Each pair's bare server, Weir on it, and Weir ÷ bare, pair after pair. */
+function comparison(title: string, pairs: readonly PairMode[], columns: readonly Column[]): Table {
   return {
     title,
     header: ['server', ...columns.map((c) => c.name)],
-    rows: [
-      ['bare uWS', ...columns.map((c) => c.cell(r.bare))],
-      ['Weir', ...columns.map((c) => c.cell(r.weir))],
-      ['Weir ÷ bare', ...columns.map((c) => c.ratio ?? '')],
-    ],
+    rows: pairs.flatMap(({ pair, r }) => [
+      [pair.bare, ...columns.map((c) => c.cell(r.bare))],
+      [pair.weir, ...columns.map((c) => c.cell(r.weir))],
+      [`Weir ÷ ${pair.bare}`, ...columns.map((c) => c.ratio?.(r) ?? '')],
+    ]),
   };
 }
 
-function fixedTable(r: ModeResults): Table {
+function fixedTable(mode: string, pairs: readonly PairMode[]): Table {
   const m = (t: TargetResults): Measurement => t.fixed.measurement;
-  const q = r.ratios;
-  const seconds = m(r.weir).load.spec.durationMs / 1000;
-  return comparison(`${r.mode}: fixed rate, open loop, ${seconds} s (latency in ms from the due time)`, r, [
+  const seconds = m(pairs[0]!.r.weir).load.spec.durationMs / 1000;
+  return comparison(`${mode}: fixed rate, open loop, ${seconds} s (latency in ms from the due time)`, pairs, [
     { name: 'req/s offered', cell: (t) => int(t.fixed.rate) },
     { name: 'sent req/s', cell: (t) => int(m(t).load.sentPerSecond) },
     { name: 'ok req/s', cell: (t) => int(m(t).load.okPerSecond) },
     { name: 'events/s', cell: (t) => int(m(t).storedEventsPerSecond ?? m(t).okEventsPerSecond) },
-    { name: 'p50', cell: (t) => ms(m(t).load.latency.p50), ratio: times(q.fixedP50) },
-    { name: 'p99', cell: (t) => ms(m(t).load.latency.p99), ratio: times(q.fixedP99) },
-    { name: 'p99.9', cell: (t) => ms(m(t).load.latency.p999), ratio: times(q.fixedP999) },
+    { name: 'p50', cell: (t) => ms(m(t).load.latency.p50), ratio: (r) => times(r.ratios.fixedP50) },
+    { name: 'p99', cell: (t) => ms(m(t).load.latency.p99), ratio: (r) => times(r.ratios.fixedP99) },
+    { name: 'p99.9', cell: (t) => ms(m(t).load.latency.p999), ratio: (r) => times(r.ratios.fixedP999) },
     { name: 'max', cell: (t) => ms(m(t).load.latency.max) },
     { name: 'service p99', cell: (t) => ms(m(t).load.service.p99) },
     { name: 'send lag p99', cell: (t) => ms(m(t).load.sendLag.p99) },
@@ -75,22 +120,21 @@ function fixedTable(r: ModeResults): Table {
   ]);
 }
 
-function firstSightTable(r: ModeResults): Table | undefined {
+function firstSightTable(mode: string, pairs: readonly PairMode[]): Table | undefined {
   const f = (t: TargetResults): Measurement | undefined => t.fixed.firstSight;
-  if (!f(r.weir) && !f(r.bare)) return undefined;
+  if (!pairs.some(({ r }) => f(r.weir) || f(r.bare))) return undefined;
   const eventsPerSecond = (m: Measurement | undefined): number | undefined =>
     m ? (m.storedEventsPerSecond ?? m.okEventsPerSecond) : undefined;
-  const w = eventsPerSecond(f(r.weir));
-  const b = eventsPerSecond(f(r.bare));
-  return comparison(`${r.mode}: first sight of every distinct id (warm-up, closed loop, each id once)`, r, [
+  const ratio = (r: ModeResults): string => {
+    const w = eventsPerSecond(f(r.weir));
+    const b = eventsPerSecond(f(r.bare));
+    return pct(w !== undefined && b ? w / b : undefined);
+  };
+  return comparison(`${mode}: first sight of every distinct id (warm-up, closed loop, each id once)`, pairs, [
     { name: 'requests', cell: (t) => int(f(t)?.load.sent) },
     { name: 'took s', cell: (t) => (f(t) ? (f(t)!.load.elapsedMs / 1000).toFixed(1) : '–') },
     { name: 'ok req/s', cell: (t) => int(f(t)?.load.okPerSecond) },
-    {
-      name: 'events/s',
-      cell: (t) => int(eventsPerSecond(f(t))),
-      ratio: pct(w !== undefined && b ? w / b : undefined),
-    },
+    { name: 'events/s', cell: (t) => int(eventsPerSecond(f(t))), ratio },
     { name: 'p50', cell: (t) => (f(t) ? ms(f(t)!.load.latency.p50) : '–') },
     { name: 'p99', cell: (t) => (f(t) ? ms(f(t)!.load.latency.p99) : '–') },
     { name: 'failed', cell: (t) => (f(t) ? failures(f(t)!) : '–') },
@@ -98,21 +142,33 @@ function firstSightTable(r: ModeResults): Table | undefined {
   ]);
 }
 
-function maxTable(r: ModeResults): Table {
+function maxTable(mode: string, pairs: readonly PairMode[]): Table {
   const sat = (t: TargetResults): Measurement | undefined => t.max?.saturation;
   const s = (t: TargetResults): Measurement | undefined => t.max?.sustained?.measurement;
   const latency = (m: Measurement | undefined, p: 'p50' | 'p99' | 'p999'): string =>
     m ? ms(m.load.latency[p]) : '–';
-  const title = `${r.mode}: max throughput (closed-loop probe, then the highest open-loop rate sustained)`;
-  return comparison(title, r, [
-    { name: 'probe ok req/s', cell: (t) => int(sat(t)?.load.okPerSecond), ratio: pct(r.ratios.saturation) },
+  const title = `${mode}: max throughput (closed-loop probe, then the highest open-loop rate sustained)`;
+  return comparison(title, pairs, [
+    {
+      name: 'probe ok req/s',
+      cell: (t) => int(sat(t)?.load.okPerSecond),
+      ratio: (r) => pct(r.ratios.saturation),
+    },
     { name: 'probe p99', cell: (t) => latency(sat(t), 'p99') },
     {
       name: 'probe cpu srv/gen',
       cell: (t) => `${cores(sat(t)?.serverCpuCores)}/${cores(sat(t)?.load.generatorCpuCores)}`,
     },
-    { name: 'sustained req/s', cell: (t) => int(t.max?.sustained?.rate), ratio: pct(r.ratios.sustained) },
-    { name: 'events/s', cell: (t) => int(s(t)?.storedEventsPerSecond ?? s(t)?.okEventsPerSecond) },
+    {
+      name: 'sustained req/s',
+      cell: (t) => int(t.max?.sustained?.rate),
+      ratio: (r) => pct(r.ratios.sustained),
+    },
+    {
+      name: 'events/s',
+      cell: (t) => int(sustainedEventsPerSecond(t)),
+      ratio: (r) => pct(eventsRatio(r)),
+    },
     { name: 'p50', cell: (t) => latency(s(t), 'p50') },
     { name: 'p99', cell: (t) => latency(s(t), 'p99') },
     { name: 'p99.9', cell: (t) => latency(s(t), 'p999') },
@@ -123,16 +179,126 @@ function maxTable(r: ModeResults): Table {
   ]);
 }
 
+/** Weir's sustained events/s ÷ its bare server's; computed afresh for results made before it was kept. */
+function eventsRatio(r: ModeResults): number | undefined {
+  return r.ratios.sustainedEvents ?? computeRatios(r.bare, r.weir).sustainedEvents;
+}
+
+/**
+ * The figures a user compares transports by, every server in one table: single-event and batch max sustained
+ * and p99 at the fixed rate, each Weir beside its own ceiling.
+ */
+function summaryTable(results: BenchResults): Table {
+  const modes = byMode(results);
+  const header = ['server'];
+  for (const { mode, pairs } of modes) {
+    const rate = int(pairs[0]!.r.weir.fixed.rate);
+    header.push(
+      `${mode} max ${mode === 'batch' ? 'events/s' : 'req/s'}`,
+      '÷ own bare',
+      `${mode} p99 ms at ${rate} req/s`,
+      '÷ own bare',
+    );
+  }
+  const rows: string[][] = [];
+  for (const pair of pairsOf(results))
+    for (const side of ['bare', 'weir'] as const) {
+      const row = [pair[side]];
+      for (const { mode } of modes) {
+        const r = pair.modes.find((m) => m.mode === mode);
+        const t = r?.[side];
+        const max =
+          mode === 'batch' ? sustainedEventsPerSecond : (x: TargetResults) => x.max?.sustained?.rate;
+        const maxRatio = r && (mode === 'batch' ? eventsRatio(r) : r.ratios.sustained);
+        row.push(
+          int(t ? max(t) : undefined),
+          side === 'weir' ? pct(maxRatio) : '',
+          t ? ms(t.fixed.measurement.load.latency.p99) : '–',
+          side === 'weir' ? times(r?.ratios.fixedP99) : '',
+        );
+      }
+      rows.push(row);
+    }
+  return { title: 'both transports beside their ceilings', header, rows };
+}
+
+/** Node's http ÷ uWS: Weir on one against Weir on the other, and the two bare servers. */
+function crossTable(results: BenchResults): Table | undefined {
+  const cross = results.crossRatios ?? [];
+  if (cross.length === 0) return undefined;
+  const row = (name: string, q: Ratios): string[] => [
+    name,
+    pct(q.sustained),
+    pct(q.sustainedEvents),
+    pct(q.saturation),
+    times(q.fixedP50),
+    times(q.fixedP99),
+    times(q.fixedP999),
+  ];
+  return {
+    title: "Node's http ÷ uWS (max: higher is better; latency at the fixed rate: lower is better)",
+    header: [
+      'mode: servers',
+      'sustained req/s',
+      'events/s',
+      'probe ok req/s',
+      'fixed p50',
+      'fixed p99',
+      'fixed p99.9',
+    ],
+    rows: cross.flatMap((c) => [
+      row(`${c.mode}: Weir on Node's http ÷ Weir on uWS`, c.weir),
+      row(`${c.mode}: bare http ÷ bare uWS`, c.bare),
+    ]),
+  };
+}
+
+/** Issue 2's figures on Node's http, beside the bounds set for uWS: no target of its own, so no verdict. */
+function nodeFiguresTable(figures: readonly TargetCheck[]): Table {
+  return {
+    title: "Node's http against issue 2's bounds (for comparison: no target is set for it)",
+    header: ['bound (a target on uWS)', "measured on Node's http", 'within it'],
+    rows: figures.map((t) => [t.target, t.measured, t.met === undefined ? 'not run' : t.met ? 'yes' : 'no']),
+  };
+}
+
 function tables(results: BenchResults): Table[] {
   const out: Table[] = [];
-  for (const r of results.modes) {
-    const first = firstSightTable(r);
+  const pairs = pairsOf(results);
+  if (pairs.length > 0) out.push(summaryTable(results));
+  const cross = crossTable(results);
+  if (cross) out.push(cross);
+  for (const { mode, pairs: measured } of byMode(results)) {
+    const first = firstSightTable(mode, measured);
     if (first) out.push(first);
-    out.push(fixedTable(r));
-    if (r.bare.max || r.weir.max) out.push(maxTable(r));
+    out.push(fixedTable(mode, measured));
+    if (measured.some(({ r }) => r.bare.max || r.weir.max)) out.push(maxTable(mode, measured));
   }
-  out.push(writerTable(results.modes.flatMap(weirRuns)));
+  out.push(
+    writerTable(
+      pairs.flatMap((pair) =>
+        pair.modes.flatMap((r) =>
+          weirRuns(r).map(([name, m]): [string, Measurement | undefined] => [`${pair.weir}, ${name}`, m]),
+        ),
+      ),
+    ),
+  );
   return out;
+}
+
+/** The verdict tables: issue 2's targets on uWS (or why they were not judged), Node's figures beside them. */
+function verdictTables(results: BenchResults): Table[] {
+  const node = results.nodeFigures ? [nodeFiguresTable(results.nodeFigures)] : [];
+  if (results.uwsSkipped !== undefined && results.targets.length === 0)
+    return [
+      {
+        title: 'targets (issue 2)',
+        header: ['target', 'measured', 'met'],
+        rows: [['all three, on uWS', `not measured: uWS left out (${results.uwsSkipped})`, 'not run']],
+      },
+      ...node,
+    ];
+  return [targetsTable('targets (issue 2, on uWS)', results.targets), ...node];
 }
 
 export function targetsTable(title: string, targets: readonly TargetCheck[]): Table {
@@ -160,9 +326,7 @@ export function renderMarkdown(t: Table): string {
 
 export function consoleReport(results: BenchResults): string {
   // Targets last: the verdict is what stays on screen when the run ends.
-  return [...tables(results), targetsTable('targets (issue 2)', results.targets)]
-    .map(renderText)
-    .join('\n\n');
+  return [...tables(results), ...verdictTables(results)].map(renderText).join('\n\n');
 }
 
 /** Weir's runs of one mode, named for the tables: first sight, fixed, probe, sustained. */
@@ -225,8 +389,8 @@ export function allRuns(t: TargetResults): Measurement[] {
   ];
 }
 
-/** Whether the generator, rather than the server, may have set the bare-uWS ceiling. */
-function generatorNote(r: ModeResults): string | undefined {
+/** Whether the generator, rather than the server, may have set a bare server's ceiling. */
+function generatorNote(r: ModeResults, bare: string): string | undefined {
   const runs = [r.bare.max?.saturation, r.bare.max?.sustained?.measurement].filter(
     (m): m is Measurement => m !== undefined,
   );
@@ -242,9 +406,9 @@ function generatorNote(r: ModeResults): string | undefined {
   const verdict =
     busiest >= 0.9
       ? 'the generator was near a full core, so the ceiling is partly set by the generator and the true ' +
-        "bare-uWS ceiling is higher: Weir's ratios to it are flattering"
+        `${bare} ceiling is higher: Weir's ratios to it are flattering`
       : 'the generator had CPU to spare, so the server set the ceiling';
-  return `- ${r.mode}, bare uWS: ${figures}; ${verdict}.`;
+  return `- ${r.mode}, ${bare}: ${figures}; ${verdict}.`;
 }
 
 /** Notes on one server's runs: how it exited, what it logged, failed steps, stalls, contended runs. */
@@ -288,14 +452,29 @@ export function contentionNotes(where: string, runs: readonly Measurement[]): st
 
 function notes(results: BenchResults): string[] {
   const out: string[] = [];
-  for (const r of results.modes) {
-    const note = generatorNote(r);
-    if (note) out.push(note);
-  }
-  for (const r of results.modes) {
-    out.push(...targetNotes(`${r.mode}, bare uWS`, r.bare), ...targetNotes(`${r.mode}, Weir`, r.weir));
-  }
+  const pairs = pairsOf(results);
+  for (const pair of pairs)
+    for (const r of pair.modes) {
+      const note = generatorNote(r, pair.bare);
+      if (note) out.push(note);
+    }
+  for (const pair of pairs)
+    for (const r of pair.modes)
+      out.push(
+        ...targetNotes(`${r.mode}, ${pair.bare}`, r.bare),
+        ...targetNotes(`${r.mode}, ${pair.weir}`, r.weir),
+      );
   return out;
+}
+
+/** Each server of each pair in one mode, named. */
+function servers(results: BenchResults): { name: string; mode: string; t: TargetResults }[] {
+  return pairsOf(results).flatMap((pair) =>
+    pair.modes.flatMap((r) => [
+      { name: pair.bare, mode: r.mode, t: r.bare },
+      { name: pair.weir, mode: r.mode, t: r.weir },
+    ]),
+  );
 }
 
 const PLOT_NAME = 'capture-latency.svg';
@@ -303,17 +482,19 @@ const PLOT_TITLE = 'Capture latency by percentile, fixed-rate open-loop runs (fr
 
 /** One line per server and mode: the fixed-rate runs' latency from due time. */
 function plotSeries(results: BenchResults): PlotSeries[] {
-  return results.modes.flatMap((r) =>
-    (
-      [
-        ['bare uWS', r.bare],
-        ['Weir', r.weir],
-      ] as const
-    ).map(([name, t]) => ({
-      label: `${name}, ${r.mode}, ${t.fixed.rate} req/s`,
-      histogram: t.fixed.measurement.load.latencyHistogram,
-    })),
-  );
+  return servers(results).map(({ name, mode, t }) => ({
+    label: `${name}, ${mode}, ${t.fixed.rate} req/s`,
+    histogram: t.fixed.measurement.load.latencyHistogram,
+  }));
+}
+
+/** Which transports were measured, against what, and why uWS was not, when it was not. */
+function transportsLine(results: BenchResults): string {
+  const measured = pairsOf(results)
+    .map((p) => `${p.weir} beside ${p.bare}`)
+    .join(', then ');
+  const skipped = results.uwsSkipped ? `; uWS left out: ${results.uwsSkipped}` : '';
+  return `Transports: ${measured || 'none'}${skipped}. Each Weir's ratios are to its own bare server.`;
 }
 
 function markdown(results: BenchResults, jsonName: string, withPlot: boolean): string {
@@ -322,12 +503,13 @@ function markdown(results: BenchResults, jsonName: string, withPlot: boolean): s
     .join(', ');
   const o = results.options;
   return [
-    '# Capture benchmark (issue 2)',
+    '# Capture benchmark (issues 2 and 40)',
     '',
     `Made by \`${results.command}\` on ${results.startedAt} (finished ${results.finishedAt}); Weir at ${results.weirRevision}.`,
     `Raw figures and HdrHistograms: [${jsonName}](${jsonName}).`,
     '',
-    `Machine: ${machine}. Embedded Weir (chDB), loopback; generator, Weir and bare uWS share the machine's cores.`,
+    `Machine: ${machine}. Embedded Weir (chDB), loopback; the generator and the server under test share the machine's cores.`,
+    transportsLine(results),
     '"Other cpu" is what processes other than the bench\'s own used during a run; "steal" is CPU the hypervisor gave',
     'other guests while this one had work (a virtual machine shares its cores with neighbours: 1-10% of the CPU',
     'was seen taken that way in runs minutes apart). A run where the two add up to over a quarter core is made again',
@@ -343,28 +525,19 @@ function markdown(results: BenchResults, jsonName: string, withPlot: boolean): s
     'rate sustained.',
     'Before the fixed-rate run, a first-sight warm-up sends every distinct id once (closed loop): a new id makes',
     'Weir create a person, so the fixed-rate and max-throughput runs measure known users, and the warm-up',
-    'measures how fast new users are taken in. Bare uWS and Weir run one at a time; Weir afresh for each mode.',
-    `Bodies (mean): ${results.modes.map((r) => `${r.mode} ${r.bare.fixed.measurement.meanBodyBytes} bytes`).join(', ')}; ` +
+    'measures how fast new users are taken in. Servers run one at a time, each pair as bare server then Weir;',
+    'Weir afresh for each mode.',
+    `Bodies (mean): ${(pairsOf(results)[0]?.modes ?? []).map((r) => `${r.mode} ${r.bare.fixed.measurement.meanBodyBytes} bytes`).join(', ')}; ` +
       'a batch holds 100 events; 10,000 distinct ids in turn.',
     '',
     // Targets first: the verdict is what a reader of the summary looks for.
-    ...[targetsTable('targets (issue 2)', results.targets), ...tables(results)].flatMap((t) => [
-      renderMarkdown(t),
-      '',
-    ]),
+    ...[...verdictTables(results), ...tables(results)].flatMap((t) => [renderMarkdown(t), '']),
     ...(withPlot ? [`![latency by percentile](${PLOT_NAME})`, ''] : []),
     `### p99 of each second of the fixed-rate runs (ms; seconds past ${o.durationMs / 1000} are the drain)`,
     '',
-    ...results.modes.flatMap((r) =>
-      (
-        [
-          ['bare uWS', r.bare],
-          ['Weir', r.weir],
-        ] as const
-      ).map(
-        ([name, t]) =>
-          `- ${r.mode}, ${name}: ${t.fixed.measurement.load.timeline.map((s) => ms(s.p99)).join(' ')}`,
-      ),
+    ...servers(results).map(
+      ({ name, mode, t }) =>
+        `- ${mode}, ${name}: ${t.fixed.measurement.load.timeline.map((s) => ms(s.p99)).join(' ')}`,
     ),
     '',
     '## Notes from this run',

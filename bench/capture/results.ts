@@ -1,12 +1,13 @@
 /**
- * The shape of a benchmark run's results (what bench/results/capture-*.json holds), Weir's figures as
- * ratios to the bare-uWS ceiling, and the issue's targets checked against them.
+ * The shape of a benchmark run's results (what bench/results/capture-*.json holds): for each HTTP transport,
+ * Weir's figures as ratios to that transport's bare ceiling; Node's http's as ratios to uWS's; and issue 2's
+ * targets checked against the uWS pair.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { REPO_ROOT } from './child-processes.ts';
-import type { BenchOptions } from './options.ts';
+import type { BenchOptions, BenchTransport } from './options.ts';
 import type { Mode } from '../../src/loadgen/payloads.ts';
 import type { FixedRateResult } from './scenario-fixed-rate.ts';
 import type { MaxThroughputResult } from './scenario-max-throughput.ts';
@@ -20,13 +21,18 @@ export interface TargetResults {
   readonly exit: number | string;
 }
 
-/** Weir's figure divided by bare uWS's (throughput: higher is better; latency: lower is better). */
+/**
+ * One server's figure divided by another's (throughput: higher is better; latency: lower is better): Weir's
+ * by its bare ceiling's, or, across transports, Node's http's by uWS's.
+ */
 export interface Ratios {
   readonly fixedP50: number | undefined;
   readonly fixedP99: number | undefined;
   readonly fixedP999: number | undefined;
   readonly saturation: number | undefined;
   readonly sustained: number | undefined;
+  /** Events/s at the highest rate sustained (stored for Weir, answered 200 for a bare server). */
+  readonly sustainedEvents?: number | undefined;
 }
 
 export interface ModeResults {
@@ -42,6 +48,15 @@ export interface TargetCheck {
   readonly met: boolean | undefined;
 }
 
+/** Node's http against uWS in one mode: Weir on one against Weir on the other, and the bare servers. */
+export interface CrossRatios {
+  readonly mode: Mode;
+  /** Weir on Node's http ÷ Weir on uWS. */
+  readonly weir: Ratios;
+  /** Bare http ÷ bare uWS. */
+  readonly bare: Ratios;
+}
+
 export interface BenchResults {
   readonly command: string;
   readonly startedAt: string;
@@ -49,14 +64,33 @@ export interface BenchResults {
   readonly machine: Readonly<Record<string, string | number>>;
   readonly weirRevision: string;
   readonly options: BenchOptions;
+  /** The uWS pair, bare uWS and Weir on uWS, by mode; empty when uWS was not measured. */
   readonly modes: readonly ModeResults[];
+  /** Issue 2's targets, judged on the uWS pair. */
   readonly targets: readonly TargetCheck[];
+  /** The transports measured; absent in results made before Node's http was measured, which are uWS's alone. */
+  readonly transports?: readonly BenchTransport[];
+  /** Why uWS was left out (its binary does not load on this Node.js), when it was. */
+  readonly uwsSkipped?: string;
+  /** Node's pair, bare http and Weir on Node's http, by mode, when measured. */
+  readonly nodeModes?: readonly ModeResults[];
+  /** Node's http ÷ uWS by mode, when both were measured. */
+  readonly crossRatios?: readonly CrossRatios[];
+  /** The figures of issue 2's targets on Node's http: reported beside uWS's bounds, with no target of its own. */
+  readonly nodeFigures?: readonly TargetCheck[];
 }
 
 function ratio(weir: number | undefined, bare: number | undefined): number | undefined {
   return weir === undefined || bare === undefined || bare === 0 ? undefined : weir / bare;
 }
 
+/** Events/s at the highest rate sustained: those stored where the server stores them, else those answered 200. */
+export function sustainedEventsPerSecond(t: TargetResults): number | undefined {
+  const m = t.max?.sustained?.measurement;
+  return m === undefined ? undefined : (m.storedEventsPerSecond ?? m.okEventsPerSecond);
+}
+
+/** `weir`'s figures divided by `bare`'s: any two servers measured in one mode, the second over the first. */
 export function computeRatios(bare: TargetResults, weir: TargetResults): Ratios {
   const b = bare.fixed.measurement.load.latency;
   const w = weir.fixed.measurement.load.latency;
@@ -66,11 +100,30 @@ export function computeRatios(bare: TargetResults, weir: TargetResults): Ratios 
     fixedP999: ratio(w.p999, b.p999),
     saturation: ratio(weir.max?.saturation.load.okPerSecond, bare.max?.saturation.load.okPerSecond),
     sustained: ratio(weir.max?.sustained?.rate, bare.max?.sustained?.rate),
+    sustainedEvents: ratio(sustainedEventsPerSecond(weir), sustainedEventsPerSecond(bare)),
   };
 }
 
-/** The three targets of issue 2, each with the figure it was judged on. Undefined `met`: not measured. */
-export function checkTargets(modes: readonly ModeResults[], options: BenchOptions): TargetCheck[] {
+/** Node's http ÷ uWS for every mode both pairs were measured in. */
+export function computeCrossRatios(uws: readonly ModeResults[], node: readonly ModeResults[]): CrossRatios[] {
+  return node.flatMap((n) => {
+    const u = uws.find((m) => m.mode === n.mode);
+    return u
+      ? [{ mode: n.mode, weir: computeRatios(u.weir, n.weir), bare: computeRatios(u.bare, n.bare) }]
+      : [];
+  });
+}
+
+/**
+ * The three targets of issue 2, each with the figure it was judged on. Undefined `met`: not measured.
+ * `ceiling` names the bare server the ratio is to: the targets are uWS's, and Node's http is held to the same
+ * bounds only for comparison.
+ */
+export function checkTargets(
+  modes: readonly ModeResults[],
+  options: BenchOptions,
+  ceiling = 'bare uWS',
+): TargetCheck[] {
   const checks: TargetCheck[] = [];
   const batch = modes.find((m) => m.mode === 'batch');
   const single = modes.find((m) => m.mode === 'single');
@@ -85,7 +138,7 @@ export function checkTargets(modes: readonly ModeResults[], options: BenchOption
   if (single) {
     const r = single.ratios.sustained;
     checks.push({
-      target: 'single-event max throughput ≥ 40% of bare uWS',
+      target: `single-event max throughput ≥ 40% of ${ceiling}`,
       measured:
         r === undefined
           ? 'not measured'

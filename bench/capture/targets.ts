@@ -1,7 +1,8 @@
 /**
  * The servers under test, each a child process on 127.0.0.1: Weir (`node bin/weir.js start` on a fresh
- * data directory) and the bare uWS ceiling; jetstream-target.ts adds Weir's roles over NATS. All expose the
- * same handle so a scenario never asks which one it is measuring.
+ * data directory, on either HTTP transport) and the bare ceiling of each transport (uWS, Node's http);
+ * jetstream-target.ts adds Weir's roles over NATS. All expose the same handle so a scenario never asks which
+ * one it is measuring.
  */
 import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
@@ -17,9 +18,14 @@ import {
   waitUntilReady,
 } from './child-processes.ts';
 import { API_KEY } from './bench-key.ts';
+import type { BenchTransport } from './options.ts';
 import { readWeirCounters, type WeirCounters } from './weir-metrics.ts';
 
-export type TargetKind = 'weir' | 'bare-uws' | 'weir-jetstream';
+/** `weir` is Weir on uWS, `weir-node` Weir on Node's http; `bare-http` the bare server on Node's http. */
+export type TargetKind = 'weir' | 'bare-uws' | 'weir-node' | 'bare-http' | 'weir-jetstream';
+
+/** The kinds whose /metrics are Weir's. */
+const WEIR_KINDS: ReadonlySet<TargetKind> = new Set(['weir', 'weir-node', 'weir-jetstream']);
 
 export const HOST = '127.0.0.1';
 
@@ -153,7 +159,7 @@ async function startChild(
     throw err;
   }
   const { pid, baseUrl } = server;
-  const weir = kind === 'weir';
+  const weir = WEIR_KINDS.has(kind);
   return {
     kind,
     port,
@@ -185,14 +191,24 @@ async function startChild(
 }
 
 /** The bare uWS ceiling server. */
-export async function startBareUws(): Promise<Target> {
+export function startBareUws(): Promise<Target> {
+  return startBare('bare-uws', 'bench/capture/bare-uws-server.ts');
+}
+
+/** The bare ceiling server on Node's http. */
+export function startBareHttp(): Promise<Target> {
+  return startBare('bare-http', 'bench/capture/bare-http-server.ts');
+}
+
+/** The bare ceiling of a transport: what its Weir is measured against. */
+export function startBareFor(transport: BenchTransport): Promise<Target> {
+  return transport === 'uws' ? startBareUws() : startBareHttp();
+}
+
+async function startBare(kind: TargetKind, script: string): Promise<Target> {
   const port = await freePort();
-  const args = [
-    join(REPO_ROOT, 'bin/run-ts.js'),
-    join(REPO_ROOT, 'bench/capture/bare-uws-server.ts'),
-    String(port),
-  ];
-  return startChild('bare-uws', args, cleanEnv(), port, () => undefined);
+  const args = [join(REPO_ROOT, 'bin/run-ts.js'), join(REPO_ROOT, script), String(port)];
+  return startChild(kind, args, cleanEnv(), port, () => undefined);
 }
 
 /**
@@ -236,8 +252,11 @@ export function nodeArgs(variable: string): string[] {
   return (process.env[variable] ?? '').split(' ').filter((a) => a !== '');
 }
 
-/** Weir, embedded, on a fresh data directory that is removed when it stops. */
-export async function startWeir(): Promise<Target> {
+/**
+ * Weir, embedded, on a fresh data directory that is removed when it stops; on the transport given, or the
+ * one Weir chooses itself (WEIR_HTTP_TRANSPORT=auto).
+ */
+export async function startWeir(transport?: BenchTransport): Promise<Target> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'weir-bench-'));
   const env = {
@@ -248,10 +267,13 @@ export async function startWeir(): Promise<Target> {
     WEIR_BOOTSTRAP_PROJECT_API_KEY: API_KEY,
     WEIR_LOG_LEVEL: 'warn',
     ...benchWeirEnv(),
+    // After BENCH_WEIR_ENV: the report names the transport, so nothing may run Weir on another. Named, uWS
+    // refuses to start where it does not load rather than fall back to Node's http.
+    ...(transport === undefined ? {} : { WEIR_HTTP_TRANSPORT: transport }),
   };
   const removeData = (): void => rmSync(dataDir, { recursive: true, force: true });
   return startChild(
-    'weir',
+    transport === 'node' ? 'weir-node' : 'weir',
     [...benchWeirNodeArgs(), join(REPO_ROOT, 'bin/weir.js'), 'start'],
     env,
     port,

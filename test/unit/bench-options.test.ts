@@ -1,8 +1,10 @@
 /**
  * The flags of `weir bench capture` and `compare`: what a user gets by default, and the message naming the
- * flag when one is wrong (the CLI prints it with the usage and exits 2, test/e2e/weir-bench.test.ts).
+ * flag when one is wrong (the CLI prints it with the usage and exits 2, test/e2e/weir-bench.test.ts). Then
+ * `npm run bench:capture`'s `--transports`: which HTTP transports a run measures on this Node.js.
  */
 import t from 'tap';
+import { parseOptions, planTransports } from '../../bench/capture/options.ts';
 import { BenchUsageError, parseCaptureOptions, parseCompareOptions } from '../../src/cli/bench-options.ts';
 
 const base = ['--url', 'http://127.0.0.1:8000', '--api-key', 'phc_x'];
@@ -89,5 +91,39 @@ t.test('compare takes two files and an optional plot', (t) => {
     plot: 'p.svg',
   });
   t.equal(parseCaptureOptions(['--help']), 'help');
+  t.end();
+});
+
+t.test('bench:capture --transports: uWS before Node http, each once, embedded only', (t) => {
+  const transports = (args: string[]): unknown => {
+    const options = parseOptions(args);
+    if (options === 'help') throw new Error('not help');
+    return options.transports;
+  };
+  t.equal(transports([]), undefined, 'left to the run: both where uWS loads');
+  t.same(transports(['--transports', 'node']), ['node']);
+  t.same(transports(['--transports', 'uws']), ['uws']);
+  t.same(transports(['--transports', 'node,uws']), ['uws', 'node'], 'measured in one order');
+  t.same(transports(['--transports', 'uws, node']), ['uws', 'node']);
+  for (const bad of ['', 'http', 'uws,uws', 'uws,node,', 'UWS'])
+    t.throws(
+      () => parseOptions(['--transports', bad]),
+      { message: `--transports must be uws, node or uws,node, got '${bad}'` },
+      bad,
+    );
+  t.throws(
+    () => parseOptions(['--bus', 'jetstream', '--transports', 'node']),
+    /^--transports .* --bus embedded/,
+  );
+  t.end();
+});
+
+t.test("bench:capture's transports on this Node.js: uWS left out, with the reason, only by default", (t) => {
+  t.same(planTransports(undefined, undefined), { transports: ['uws', 'node'], uwsSkipped: undefined });
+  t.same(planTransports(['node'], undefined), { transports: ['node'], uwsSkipped: undefined });
+  const reason = 'uWebSockets.js has no build for Node.js 24.0.0';
+  t.same(planTransports(undefined, reason), { transports: ['node'], uwsSkipped: reason });
+  t.same(planTransports(['node'], reason), { transports: ['node'], uwsSkipped: reason });
+  t.throws(() => planTransports(['uws', 'node'], reason), { message: `--transports uws: ${reason}` });
   t.end();
 });
