@@ -374,6 +374,10 @@ class NodeResponse implements HttpResponse {
     return this;
   }
 
+  getRemoteAddressAsText(): ArrayBuffer {
+    return ENCODER.encode(this.req.socket.remoteAddress ?? '').buffer;
+  }
+
   #sendHead(): void {
     if (this.#headSent) return;
     this.#headSent = true;
@@ -399,6 +403,7 @@ function ownBytes(chunk: Buffer): ArrayBuffer {
 }
 
 const EMPTY = new ArrayBuffer(0);
+const ENCODER = new TextEncoder();
 
 /**
  * How a connection ends after an answer given before the request's body was all read. Node closes such a

@@ -50,6 +50,8 @@ export interface HttpResponse {
   pause(): void;
   /** Closes the connection at once. */
   close(): unknown;
+  /** The peer's address as text: `127.0.0.1`, `::1`, or an IPv4-mapped IPv6 one on a dual-stack socket. */
+  getRemoteAddressAsText(): ArrayBuffer;
 }
 
 export type RequestHandler = (res: HttpResponse, req: HttpRequest) => void;
