@@ -164,7 +164,29 @@ export class CaptureService {
       });
     }
 
-    const batches = this.#route(events, warnings, payload.historical, now);
+    return this.#handOver(events, warnings, payload.historical, now);
+  }
+
+  /**
+   * Hands events already validated and normalised (Capture V1's) to the bus as a v0 request's are: the same
+   * lanes, spike detection and counts; resolves when the bus says they are durable.
+   */
+  publish(
+    events: CapturedEvent[],
+    warnings: IngestionWarning[],
+    historical: boolean,
+    now: number,
+  ): Promise<void> {
+    return this.#counted(this.#handOver(events, warnings, historical, now));
+  }
+
+  #handOver(
+    events: CapturedEvent[],
+    warnings: IngestionWarning[],
+    historical: boolean,
+    now: number,
+  ): Accepted {
+    const batches = this.#route(events, warnings, historical, now);
     const byLane: [Lane, number][] = [];
     for (const b of batches) if (b.events.length > 0) byLane.push([b.lane, b.events.length]);
     const published = batches.length > 0 ? this.#deps.bus.publish(batches) : Promise.resolve();

@@ -52,7 +52,7 @@ export interface CaptureRoutesDeps {
 }
 
 /** A route's request counts by status, and the labels of its duration: made once, not per request. */
-class RouteMetrics {
+export class RouteMetrics {
   readonly #byStatus = new Map<number, Tally>();
   /** The route's duration histogram, its labels bound once (no closure made per observation). */
   readonly duration: { observe(seconds: number): void };

@@ -1,5 +1,5 @@
 import { AppError } from '../errors/app-error.ts';
-import type { Reply } from './reply.ts';
+import type { Ending, Reply } from './reply.ts';
 
 export class BodyTooLargeError extends Error {}
 
@@ -66,6 +66,19 @@ export function onBody(
       done(undefined, Buffer.concat(chunks, size), false);
     }
   });
+}
+
+/**
+ * How the connection ends when a request is refused on its headers alone, its body unread: as a body
+ * refused for its declared size (drained up to MAX_DRAIN_BYTES, else not read; nothing to do for an empty
+ * one), and at once for a Content-Length uWS's parser refuses.
+ */
+export function endingBeforeBody(contentLength: string): Ending {
+  if (contentLength === '') return 'stop';
+  const declared = declaredLength(contentLength);
+  if (Number.isNaN(declared)) return 'now';
+  if (declared === 0) return 'keep';
+  return declared <= MAX_DRAIN_BYTES ? 'drain' : 'stop';
 }
 
 /** A Content-Length of 1-9 digits as a number; NaN for anything else (uWS refuses it: see below). */

@@ -2,6 +2,7 @@ import { JetStreamBus } from '../bus/jetstream/jetstream-bus.ts';
 import { CaptureService } from '../capture/capture-service.ts';
 import { registerCaptureRoutes } from '../capture/http-routes.ts';
 import { registerSdkRoutes } from '../capture/sdk-routes.ts';
+import { registerCaptureV1Routes } from '../capture/v1-routes.ts';
 import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
@@ -31,8 +32,8 @@ export interface CaptureRole {
 }
 
 /**
- * Mounts the capture routes on `app`, with the SDKs' start-up calls (flags, remote config) that go to the
- * same host; shared by `weir capture`, `weir start` and its capture threads.
+ * Mounts the capture routes (v0's and Capture V1's) on `app`, with the SDKs' start-up calls (flags, remote
+ * config) that go to the same host; shared by `weir capture`, `weir start` and its capture threads.
  */
 export function mountCapture(
   app: HttpApp,
@@ -42,6 +43,13 @@ export function mountCapture(
   const inFlight = new InFlight();
   const service = new CaptureService(config, deps);
   registerCaptureRoutes(app, { service, inFlight, metrics: deps.metrics, logger: deps.logger });
+  registerCaptureV1Routes(app, {
+    service,
+    catalog: deps.catalog,
+    inFlight,
+    metrics: deps.metrics,
+    logger: deps.logger,
+  });
   registerSdkRoutes(app, { catalog: deps.catalog, inFlight, logger: deps.logger });
   return inFlight;
 }

@@ -13,4 +13,8 @@ rerunOnNodeHttp(t, [
   'sdk-startup',
   'backpressure',
   'posthog-node',
+  'capture-v1',
+  'capture-v1-fuzz',
+  'capture-v1-roles',
+  'posthog-node-v1',
 ]);
