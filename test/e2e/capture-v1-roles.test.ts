@@ -4,10 +4,17 @@
  * publishing to JetStream for a `weir ingest`. The in-process main thread is covered by capture-v1.test.ts.
  */
 import t from 'tap';
-import { postV1, v1Body, v1Event, v1Headers, type V1Answer } from '../helpers/capture-v1.ts';
+import {
+  postV1,
+  v1Body,
+  v1Event,
+  v1Headers,
+  type V1Answer,
+  fillUntilRefused,
+} from '../helpers/capture-v1.ts';
 import { startNatsServer } from '../helpers/nats-server.ts';
 import { spawnRole, type RoleProcess } from '../helpers/roles.ts';
-import { PROJECT_API_KEY, post, startTestWeir, tempDir, waitFor, weirSql } from '../helpers/weir.ts';
+import { startTestWeir, tempDir, waitFor, weirSql } from '../helpers/weir.ts';
 
 t.test('weir start with capture threads', async (t) => {
   const w = await startTestWeir({ WEIR_CAPTURE_THREADS: '2', WEIR_STORE_MAX_PENDING_MB: '1' });
@@ -35,22 +42,7 @@ t.test('weir start with capture threads', async (t) => {
   t.teardown(async () => {
     if (!renamedBack) await w.weir.store.command('RENAME TABLE events_away TO events');
   });
-  const padding = 'p'.repeat(2_000);
-  let full = false;
-  for (let round = 0; round < 100 && !full; round++) {
-    const filler = await post(
-      `${w.url}/batch/`,
-      JSON.stringify({
-        api_key: PROJECT_API_KEY,
-        batch: Array.from({ length: 50 }, (_, i) => ({
-          event: 'v1 filler',
-          uuid: `0190a1b2-c3d4-7e5f-8a9b-${String(round * 50 + i).padStart(12, '0')}`,
-          properties: { distinct_id: `filler-${i}`, padding },
-        })),
-      }),
-    );
-    full = filler.status === 503;
-  }
+  const full = await fillUntilRefused(w.url, 'v1 filler');
   t.ok(full, 'the store stopped taking events');
   const retried = [v1Event({ event: 'v1 threads retry' })];
   const refused = await postV1(w.url, v1Body(retried));

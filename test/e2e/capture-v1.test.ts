@@ -16,9 +16,10 @@ import {
   V1_PATH,
   zstdRaw,
   type V1Answer,
+  fillUntilRefused,
 } from '../helpers/capture-v1.ts';
 import { metricValue } from '../helpers/capture-bodies.ts';
-import { PERSONAL_API_KEY, PROJECT_API_KEY, post, request, startTestWeir, waitFor } from '../helpers/weir.ts';
+import { PERSONAL_API_KEY, PROJECT_API_KEY, request, startTestWeir, waitFor } from '../helpers/weir.ts';
 
 // A small log bound, so that the last test can make the store refuse (as store-behind.test.ts does).
 const w = await startTestWeir({ WEIR_STORE_MAX_PENDING_MB: '1' });
@@ -518,23 +519,7 @@ t.test('retry results, with Retry-After, while the store cannot take events; the
   t.teardown(async () => {
     if (!renamedBack) await w.weir.store.command('RENAME TABLE events_away TO events');
   });
-  // Fill the store's log past its bound with v0 batches, as store-behind.test.ts does.
-  const padding = 'p'.repeat(2_000);
-  let full = false;
-  for (let round = 0; round < 100 && !full; round++) {
-    const res = await post(
-      `${w.url}/batch/`,
-      JSON.stringify({
-        api_key: PROJECT_API_KEY,
-        batch: Array.from({ length: 50 }, (_, i) => ({
-          event: 'v1 filler',
-          uuid: `0190a1b2-c3d4-7e5f-8a9b-${String(round * 50 + i).padStart(12, '0')}`,
-          properties: { distinct_id: `filler-${i}`, padding },
-        })),
-      }),
-    );
-    full = res.status === 503;
-  }
+  const full = await fillUntilRefused(w.url, 'v1 filler');
   t.ok(full, 'the store stopped taking events');
 
   const events = [v1Event({ event: 'v1 retry' }), v1Event({ event: 'v1 retry' }), v1Event({ event: '' })];

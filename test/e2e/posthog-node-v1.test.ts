@@ -7,7 +7,8 @@
 import t from 'tap';
 import { PostHog } from 'posthog-node';
 import { metricValue } from '../helpers/capture-bodies.ts';
-import { PROJECT_API_KEY, post, startTestWeir } from '../helpers/weir.ts';
+import { fillUntilRefused } from '../helpers/capture-v1.ts';
+import { PROJECT_API_KEY, startTestWeir } from '../helpers/weir.ts';
 
 // Read by each client's constructor.
 process.env['POSTHOG_CAPTURE_MODE'] = 'v1';
@@ -200,23 +201,7 @@ t.test('while the store refuses: retry results, resent alone, reported when atte
     await w.weir.store.command('RENAME TABLE events_away TO events');
   };
   t.teardown(renameBack);
-  // Fill the store's log past its bound with v0 batches, as store-behind.test.ts does.
-  const padding = 'p'.repeat(2_000);
-  let full = false;
-  for (let round = 0; round < 100 && !full; round++) {
-    const res = await post(
-      `${w.url}/batch/`,
-      JSON.stringify({
-        api_key: PROJECT_API_KEY,
-        batch: Array.from({ length: 50 }, (_, i) => ({
-          event: 'v1 filler',
-          uuid: `0190a1b2-c3d4-7e5f-8a9b-${String(round * 50 + i).padStart(12, '0')}`,
-          properties: { distinct_id: `filler-${i}`, padding },
-        })),
-      }),
-    );
-    full = res.status === 503;
-  }
+  const full = await fillUntilRefused(w.url, 'v1 filler');
   t.ok(full, 'the store stopped taking events');
 
   // Two attempts, both answered retry: the client gives up and says which events it could not deliver.

@@ -9,7 +9,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import t from 'tap';
 import { metricValue } from '../helpers/capture-bodies.ts';
-import { PROJECT_API_KEY, post, startTestWeir, waitFor } from '../helpers/weir.ts';
+import { fillUntilRefused } from '../helpers/capture-v1.ts';
+import { PROJECT_API_KEY, startTestWeir, waitFor } from '../helpers/weir.ts';
 
 const PYTHON = process.env['POSTHOG_PYTHON'] ?? 'python3';
 const SCRIPT = join(import.meta.dirname, '../fixtures/posthog-python/capture_v1.py');
@@ -122,22 +123,7 @@ if (version === undefined) {
       await w.weir.store.command('RENAME TABLE events_away TO events');
     };
     t.teardown(renameBack);
-    const padding = 'p'.repeat(2_000);
-    let full = false;
-    for (let round = 0; round < 100 && !full; round++) {
-      const res = await post(
-        `${w.url}/batch/`,
-        JSON.stringify({
-          api_key: PROJECT_API_KEY,
-          batch: Array.from({ length: 50 }, (_, i) => ({
-            event: 'py filler',
-            uuid: `0190a1b2-c3d4-7e5f-8a9b-${String(round * 50 + i).padStart(12, '0')}`,
-            properties: { distinct_id: `filler-${i}`, padding },
-          })),
-        }),
-      );
-      full = res.status === 503;
-    }
+    const full = await fillUntilRefused(w.url, 'py filler');
     t.ok(full, 'the store stopped taking events');
 
     const before = await metricValue(w.url, 'weir_capture_requests_total', {

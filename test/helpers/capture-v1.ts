@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Test } from 'tap';
-import { PROJECT_API_KEY, type HttpResult } from './weir.ts';
+import { PROJECT_API_KEY, post, type HttpResult } from './weir.ts';
 
 export const V1_PATH = '/i/v1/analytics/events';
 
@@ -107,4 +107,27 @@ export function zstdRaw(data: Buffer, declaredSize = data.length): Buffer {
     if (data.length === 0) break;
   }
   return Buffer.concat(parts);
+}
+
+/**
+ * Fills a store that cannot apply (its events table renamed away) with v0 batches named `event` until
+ * capture answers 503, as store-behind.test.ts does: true once it did, within 100 batches.
+ */
+export async function fillUntilRefused(url: string, event: string): Promise<boolean> {
+  const padding = 'p'.repeat(2_000);
+  for (let round = 0; round < 100; round++) {
+    const res = await post(
+      `${url}/batch/`,
+      JSON.stringify({
+        api_key: PROJECT_API_KEY,
+        batch: Array.from({ length: 50 }, (_, i) => ({
+          event,
+          uuid: `0190a1b2-c3d4-7e5f-8a9b-${String(round * 50 + i).padStart(12, '0')}`,
+          properties: { distinct_id: `filler-${i}`, padding },
+        })),
+      }),
+    );
+    if (res.status === 503) return true;
+  }
+  return false;
 }
