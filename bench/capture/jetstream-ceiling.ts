@@ -70,7 +70,13 @@ export async function ceilingMessages(mode: Mode): Promise<CeilingMessages> {
     isReady: () => true,
     close: () => Promise.resolve(),
   };
-  const project = { id: 1, name: 'bench', apiToken: API_KEY, createdAt: new Date().toISOString() };
+  const project = {
+    id: 1,
+    name: 'bench',
+    apiToken: API_KEY,
+    createdAt: new Date().toISOString(),
+    anonymizeIps: false,
+  };
   const catalog: ProjectKeys = {
     projectByApiToken: (token) => (token === API_KEY ? project : undefined),
     close: () => Promise.resolve(),
@@ -90,6 +96,7 @@ export async function ceilingMessages(mode: Mode): Promise<CeilingMessages> {
       compression: '',
       batchRoute: mode === 'batch',
       querySentAt: undefined,
+      client: { peer: '127.0.0.1', forwarded: '', xForwardedFor: '' },
     });
   const messages = published.flatMap((batches) =>
     busMessages(batches, config.busPartitions, MAX_MESSAGE_BYTES, config.busCompression),

@@ -86,6 +86,7 @@ async function run(n: number): Promise<number> {
           compression: '',
           batchRoute: true,
           querySentAt: undefined,
+          client: { peer: '127.0.0.1', forwarded: '', xForwardedFor: '' },
         });
       }
     }),

@@ -13,7 +13,7 @@ import {
   type VariableDeclaration,
 } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
-import { invalid, isPresent, objectBody, type JsonObject } from './json-input.ts';
+import { invalid, isPresent, objectBody, optionalBoolean, type JsonObject } from './json-input.ts';
 
 export const ENDPOINT_FIELDS = [
   'name',
@@ -64,8 +64,8 @@ export function readEndpointFields(
     cacheAgeSeconds: isPresent(body, 'cache_age_seconds')
       ? readCacheAge(body['cache_age_seconds'])
       : undefined,
-    isActive: readBoolean(body, 'is_active'),
-    isMaterialized: readBoolean(body, 'is_materialized'),
+    isActive: optionalBoolean(body, 'is_active'),
+    isMaterialized: optionalBoolean(body, 'is_materialized'),
     syncFrequency: isPresent(body, 'sync_frequency') ? readSyncFrequency(body['sync_frequency']) : undefined,
     materializationBucket: isPresent(body, 'materialization_bucket')
       ? readBucket(body['materialization_bucket'])
@@ -192,13 +192,6 @@ function readCacheAge(value: unknown): number {
       `'cache_age_seconds' is a whole number of seconds from 0 (never cached) to ${MAX_CACHE_AGE_SECONDS}.`,
     );
   }
-  return value;
-}
-
-function readBoolean(body: JsonObject, field: string): boolean | undefined {
-  if (!isPresent(body, field)) return undefined;
-  const value = body[field];
-  if (typeof value !== 'boolean') throw invalid(field, `'${field}' must be true or false.`);
   return value;
 }
 

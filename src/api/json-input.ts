@@ -39,6 +39,14 @@ export function invalid(field: string, detail: string): AppError {
   return new AppError('invalid_input', { detail, attr: field });
 }
 
+/** A boolean, or undefined when the field is absent or null. */
+export function optionalBoolean(body: JsonObject, field: string): boolean | undefined {
+  if (!isPresent(body, field)) return undefined;
+  const value = body[field];
+  if (typeof value !== 'boolean') throw invalid(field, `'${field}' must be true or false.`);
+  return value;
+}
+
 /** A required string, trimmed, of 1 to `maxLength` characters. */
 export function requiredString(body: JsonObject, field: string, maxLength: number): string {
   const value = requirePresent(body, field);

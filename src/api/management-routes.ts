@@ -16,6 +16,7 @@ import {
   invalid,
   isPresent,
   objectBody,
+  optionalBoolean,
   requirePresent,
   requiredString,
   type JsonObject,
@@ -57,9 +58,10 @@ export function registerManagementRoutes(app: HttpApp, deps: ManagementRoutesDep
         const who = caller(req);
         const project = who.requireProject(req.params[0]!);
         who.requireScope('project:write');
-        const body = objectBody(req.body, ['name']);
+        const body = objectBody(req.body, ['name', 'anonymize_ips']);
         const name = isPresent(body, 'name') ? requiredString(body, 'name', MAX_NAME) : undefined;
-        const updated = await catalog.updateProject(project.id, { name });
+        const anonymizeIps = optionalBoolean(body, 'anonymize_ips');
+        const updated = await catalog.updateProject(project.id, { name, anonymizeIps });
         return { status: 200, body: projectJson(updated ?? project) };
       },
     });
@@ -103,7 +105,13 @@ function list(results: readonly unknown[]): ApiResponse {
 }
 
 function projectJson(p: Project): Record<string, unknown> {
-  return { id: p.id, name: p.name, api_token: p.apiToken, created_at: p.createdAt };
+  return {
+    id: p.id,
+    name: p.name,
+    api_token: p.apiToken,
+    created_at: p.createdAt,
+    anonymize_ips: p.anonymizeIps,
+  };
 }
 
 /** A key as shown: never its value (only on creation) nor its hash. */

@@ -120,10 +120,11 @@ export type ToThread =
   | { readonly type: 'drain'; readonly timeoutMs: number }
   | { readonly type: 'stop' };
 
-/** What a capture thread knows of a project: enough to check a project API key. */
+/** What a capture thread knows of a project: enough to check a project API key and apply its settings. */
 export interface ThreadProject {
   readonly id: number;
   readonly name: string;
   readonly apiToken: string;
   readonly createdAt: string;
+  readonly anonymizeIps: boolean;
 }

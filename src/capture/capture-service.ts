@@ -2,11 +2,13 @@ import type { CapturedEvent, EventBatch, IngestionWarning, Lane } from '../core/
 import type { Logger } from '../core/logger.ts';
 import type { Metrics, Tally } from '../core/metrics.ts';
 import type { Bus, ProjectKeys } from '../core/ports.ts';
+import { ClientAddresses } from '../core/client-ip.ts';
 import { AppError } from '../errors/app-error.ts';
+import type { ClientSeen } from './client-address.ts';
 import { decodeBody, type EncodedBody } from './decode.ts';
 import { MAX_EVENT_BYTES } from './limits.ts';
 import { cut } from '../core/well-formed.ts';
-import { normalizeEvent, type DropReason } from './normalize.ts';
+import { normalizeEvent, type DropReason, type PropertyEnricher } from './normalize.ts';
 import { readPayload } from './payload.ts';
 import { SpikeDetector } from './spike-detector.ts';
 
@@ -22,11 +24,15 @@ export interface CaptureRequest extends EncodedBody {
   readonly batchRoute: boolean;
   /** `?_=` client time in milliseconds (posthog-js), if any. */
   readonly querySentAt: string | undefined;
+  /** The peer and forwarding headers, for `$ip`. */
+  readonly client: ClientSeen;
 }
 
 export interface CaptureServiceConfig {
   readonly spikeRatePerSecond: number;
   readonly spikeBurst: number;
+  /** Proxies whose forwarding headers name the client (`WEIR_TRUSTED_PROXIES`). */
+  readonly trustedProxies: readonly string[];
 }
 
 export interface CaptureServiceDeps {
@@ -34,6 +40,8 @@ export interface CaptureServiceDeps {
   readonly bus: Bus;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** GeoIP, when it is on. */
+  readonly geoip?: PropertyEnricher | undefined;
   readonly now?: () => number;
 }
 
@@ -53,17 +61,29 @@ export class CaptureService {
   readonly #spikes: SpikeDetector;
   readonly #now: () => number;
   readonly #events: Readonly<Record<Lane, Tally>>;
+  readonly #addresses: ClientAddresses;
 
   constructor(config: CaptureServiceConfig, deps: CaptureServiceDeps) {
     this.#deps = deps;
     this.#spikes = new SpikeDetector({ ratePerSecond: config.spikeRatePerSecond, burst: config.spikeBurst });
     this.#now = deps.now ?? Date.now;
+    this.#addresses = new ClientAddresses(config.trustedProxies);
     const m = deps.metrics;
     this.#events = {
       live: m.tally(m.captureEvents, { lane: 'live' }),
       overflow: m.tally(m.captureEvents, { lane: 'overflow' }),
       historical: m.tally(m.captureEvents, { lane: 'historical' }),
     };
+  }
+
+  /** The client's address of a request: its peer, or whom a trusted proxy says it forwarded for. */
+  clientIp(seen: ClientSeen): string {
+    return this.#addresses.clientIp(seen.peer, seen.forwarded, seen.xForwardedFor);
+  }
+
+  /** GeoIP, when on (Capture V1 normalises its events itself). */
+  get geoip(): PropertyEnricher | undefined {
+    return this.#deps.geoip;
   }
 
   /**
@@ -114,6 +134,10 @@ export class CaptureService {
       sentAt: payload.sentAt,
       // `decodedLength` counts UTF-16 units, and one unit is up to 3 bytes of UTF-8 (a pair is 4 for 2).
       checkEventSize: decodedLength * 3 > MAX_EVENT_BYTES,
+      // A project that keeps no IP never has one worked out, nor put on the bus.
+      clientIp: project.anonymizeIps ? '' : this.clientIp(request.client),
+      anonymizeIps: project.anonymizeIps,
+      geoip: this.#deps.geoip,
     };
     const events: CapturedEvent[] = [];
     const warnings: IngestionWarning[] = [];

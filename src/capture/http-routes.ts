@@ -7,6 +7,7 @@ import type { InFlight } from '../http/in-flight.ts';
 import { BodyTooLargeError, onBody } from '../http/request-body.ts';
 import { FixedAnswer, Reply, readHeaders, type Headers } from '../http/reply.ts';
 import type { CaptureService } from './capture-service.ts';
+import { readClient, type ClientSeen } from './client-address.ts';
 import { MAX_WIRE_BYTES } from './limits.ts';
 
 /** The capture paths (SPEC §2); each answers with and without a trailing slash. */
@@ -123,7 +124,7 @@ function handlePost(
     return;
   }
   deps.inFlight.begin();
-  const call = new CaptureCall(reply, h, query, cors, route, batchRoute, deps);
+  const call = new CaptureCall(reply, h, readClient(res, req), query, cors, route, batchRoute, deps);
   // uWS wants the body handler attached before this function returns: onBody does that synchronously.
   onBody(reply, h.contentLength, MAX_WIRE_BYTES, (err, body, isView) => call.bodyRead(err, body, isView));
 }
@@ -140,6 +141,7 @@ class CaptureCall {
   constructor(
     readonly reply: Reply,
     readonly headers: CaptureHeaders,
+    readonly client: ClientSeen,
     readonly query: URLSearchParams,
     readonly cors: Headers,
     readonly route: RouteMetrics,
@@ -179,6 +181,7 @@ class CaptureCall {
         compression: (this.query.get('compression') ?? '').toLowerCase(),
         batchRoute: this.batchRoute,
         querySentAt: this.query.get('_') ?? undefined,
+        client: this.client,
       });
     } catch (failure) {
       this.#refused(failure);

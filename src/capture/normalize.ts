@@ -20,6 +20,20 @@ export interface RequestContext {
   readonly sentAt: number | undefined;
   /** Whether the decoded body was big enough that one event in it could pass 1 MiB. */
   readonly checkEventSize: boolean;
+  /** The client's address, stored as `$ip` unless the event has one; '' when unknown or not to be kept. */
+  readonly clientIp: string;
+  /** The project keeps no IP: an `$ip` the event sent is dropped too. */
+  readonly anonymizeIps: boolean;
+  /** GeoIP, when on: `$geoip_*` properties from `$ip`. */
+  readonly geoip: PropertyEnricher | undefined;
+}
+
+/** What a request's events take from its client: the address and what the project keeps of it. */
+export type ClientContext = Pick<RequestContext, 'clientIp' | 'anonymizeIps' | 'geoip'>;
+
+/** Adds properties derived from others (GeoIP's from `$ip`), in place. */
+export interface PropertyEnricher {
+  enrich(properties: Record<string, unknown>): void;
 }
 
 const SURVEY_EVENTS = new Set(['survey sent', 'survey shown', 'survey dismissed']);
@@ -72,6 +86,7 @@ export function normalizeEvent(item: JsonObject, index: number, ctx: RequestCont
     });
   }
 
+  clientProperties(properties, ctx);
   const { timestamp, warning } = eventTimestamp(rawTimestamp, item['offset'], properties, ctx);
   return {
     kind: 'event',
@@ -86,6 +101,20 @@ export function normalizeEvent(item: JsonObject, index: number, ctx: RequestCont
     },
     warning,
   };
+}
+
+/**
+ * `$ip` as PostHog's ingestion keeps it: the client's address unless the event has one (even `null`), and none
+ * at all for a project that anonymises IPs; then GeoIP, which reads it. After the size check, as PostHog adds
+ * both after capture has measured the event.
+ */
+function clientProperties(properties: JsonObject, ctx: RequestContext): void {
+  if (ctx.anonymizeIps) {
+    if ('$ip' in properties) delete properties['$ip'];
+    return;
+  }
+  if (ctx.clientIp !== '' && !('$ip' in properties)) properties['$ip'] = ctx.clientIp;
+  ctx.geoip?.enrich(properties);
 }
 
 /** Non-strings become their JSON text; NUL and lone surrogates become U+FFFD; longer than 200 characters is cut. */

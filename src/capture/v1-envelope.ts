@@ -3,7 +3,7 @@ import { cut } from '../core/well-formed.ts';
 import { AppError } from '../errors/app-error.ts';
 import { MAX_DROP_WARNINGS } from './capture-service.ts';
 import { MAX_EVENT_BYTES } from './limits.ts';
-import { normalizeEvent, type RequestContext } from './normalize.ts';
+import { normalizeEvent, type ClientContext, type RequestContext } from './normalize.ts';
 import { isObject, type JsonObject } from './payload.ts';
 import { inRange } from './timestamp.ts';
 import { V1Error } from './v1-errors.ts';
@@ -80,6 +80,7 @@ export function readV1Batch(
   value: unknown,
   decodedLength: number,
   meta: V1RequestMeta,
+  client: ClientContext,
   now: number,
   dropped: (reason: string) => void,
 ): V1Batch {
@@ -92,6 +93,7 @@ export function readV1Batch(
     sentAt: meta.sentAt,
     // `decodedLength` counts UTF-16 units, and one unit is up to 3 bytes of UTF-8.
     checkEventSize: decodedLength * 3 > MAX_EVENT_BYTES,
+    ...client,
   };
   const results = new Map<string, V1Result>();
   const events: CapturedEvent[] = [];

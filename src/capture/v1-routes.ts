@@ -8,6 +8,8 @@ import { BodyTooLargeError, endingBeforeBody, onBody } from '../http/request-bod
 import { Reply, type Headers } from '../http/reply.ts';
 import type { HttpApp, HttpRequest, HttpResponse } from '../http/transport.ts';
 import type { CaptureService } from './capture-service.ts';
+import { readClient } from './client-address.ts';
+import type { ClientContext } from './normalize.ts';
 import { RouteMetrics } from './http-routes.ts';
 import { parseV1Json, v1BodyText, V1_MAX_WIRE_BYTES } from './v1-decode.ts';
 import { readV1Batch, type V1Batch, type V1Result } from './v1-envelope.ts';
@@ -94,8 +96,15 @@ function handlePost(res: HttpResponse, req: HttpRequest, route: RouteMetrics, de
     route.requests(refusal.status).add();
     return;
   }
+  const anonymizeIps = meta.project.anonymizeIps;
+  const client: ClientContext = {
+    // A project that keeps no IP never has one worked out, nor put on the bus.
+    clientIp: anonymizeIps ? '' : deps.service.clientIp(readClient(res, req)),
+    anonymizeIps,
+    geoip: deps.service.geoip,
+  };
   deps.inFlight.begin();
-  const call = new V1Call(reply, meta, headers, route, deps);
+  const call = new V1Call(reply, meta, client, headers, route, deps);
   // uWS wants the body handler attached before this function returns: onBody does that synchronously.
   onBody(reply, h.contentLength, V1_MAX_WIRE_BYTES, (err, body, isView) => call.bodyRead(err, body, isView));
 }
@@ -108,6 +117,7 @@ class V1Call {
   constructor(
     readonly reply: Reply,
     readonly meta: V1RequestMeta,
+    readonly client: ClientContext,
     readonly headers: Headers,
     readonly route: RouteMetrics,
     readonly deps: V1RoutesDeps,
@@ -159,7 +169,7 @@ class V1Call {
   #read(text: string, now: number): void {
     let batch: V1Batch;
     try {
-      batch = readV1Batch(parseV1Json(text), text.length, this.meta, now, (reason) =>
+      batch = readV1Batch(parseV1Json(text), text.length, this.meta, this.client, now, (reason) =>
         this.deps.metrics.captureDropped.inc({ reason }),
       );
     } catch (failure) {

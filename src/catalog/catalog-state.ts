@@ -1,6 +1,18 @@
-import type { Endpoint, EndpointChange, EndpointVersion, PersonalApiKey, Project } from '../core/ports.ts';
+import type {
+  Endpoint,
+  EndpointChange,
+  EndpointVersion,
+  PersonalApiKey,
+  Project,
+  ProjectPatch,
+} from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
 import { hashKeyOfCaller } from './keys.ts';
+
+/** A project as read back: records written before a setting existed get its default. */
+export function projectRecord(raw: Project): Project {
+  return raw.anonymizeIps === true || raw.anonymizeIps === false ? raw : { ...raw, anonymizeIps: false };
+}
 
 /** A personal API key as stored: the record plus the SHA-256 of its value (never the value). */
 export interface StoredPersonalApiKey extends PersonalApiKey {
@@ -55,7 +67,7 @@ export class CatalogState {
     return new CatalogState({
       version: 1,
       nextProjectId: raw.nextProjectId,
-      projects: raw.projects ?? [],
+      projects: (raw.projects ?? []).map(projectRecord),
       personalApiKeys: (raw.personalApiKeys ?? []).map((k) => ({
         ...k,
         createdBy: k.createdBy ?? null,
@@ -105,10 +117,16 @@ export class CatalogState {
     return { state, project: created };
   }
 
-  withProjectName(id: number, name: string): { state: CatalogState; project: Project } | undefined {
+  /** Undefined when there is no such project or the patch changes nothing. */
+  withProjectPatch(id: number, patch: ProjectPatch): { state: CatalogState; project: Project } | undefined {
     const existing = this.#byId.get(id);
     if (!existing) return undefined;
-    const project: Project = { ...existing, name };
+    const project: Project = {
+      ...existing,
+      name: patch.name ?? existing.name,
+      anonymizeIps: patch.anonymizeIps ?? existing.anonymizeIps,
+    };
+    if (project.name === existing.name && project.anonymizeIps === existing.anonymizeIps) return undefined;
     const projects = this.snapshot.projects.map((p) => (p.id === id ? project : p));
     return { state: new CatalogState({ ...this.snapshot, projects }), project };
   }

@@ -9,10 +9,17 @@ import type {
   NewPersonalApiKey,
   PersonalApiKey,
   Project,
+  ProjectPatch,
 } from '../core/ports.ts';
 import { CatalogState, type CatalogSnapshot } from './catalog-state.ts';
-import { generateKey } from './keys.ts';
-import { bootstrapRecords, bootstrapReport, newEndpoint, newPersonalKey, type Bootstrap } from './records.ts';
+import {
+  bootstrapRecords,
+  bootstrapReport,
+  newEndpoint,
+  newPersonalKey,
+  newProjectFields,
+  type Bootstrap,
+} from './records.ts';
 
 export type { Bootstrap } from './records.ts';
 
@@ -90,21 +97,19 @@ export class FileCatalog implements Catalog {
   }
 
   createProject(input: { readonly name: string; readonly grantTo?: string }): Promise<Project> {
-    const fields = { name: input.name, apiToken: generateKey('phc_'), createdAt: new Date().toISOString() };
+    const fields = newProjectFields(input.name);
     return this.#change((state) => {
       const made = state.withProject(fields, input.grantTo);
       return { next: made.state, result: made.project };
     });
   }
 
-  updateProject(id: number, patch: { readonly name?: string }): Promise<Project | undefined> {
+  updateProject(id: number, patch: ProjectPatch): Promise<Project | undefined> {
     return this.#change((state) => {
-      const current = state.project(id);
-      if (!current || patch.name === undefined || patch.name === current.name) {
-        return { next: undefined, result: current };
-      }
-      const renamed = state.withProjectName(id, patch.name)!;
-      return { next: renamed.state, result: renamed.project };
+      const changed = state.withProjectPatch(id, patch);
+      return changed
+        ? { next: changed.state, result: changed.project }
+        : { next: undefined, result: state.project(id) };
     });
   }
 

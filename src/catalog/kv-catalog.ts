@@ -41,10 +41,22 @@ import type {
   NewPersonalApiKey,
   PersonalApiKey,
   Project,
+  ProjectPatch,
 } from '../core/ports.ts';
-import { CatalogState, type CatalogSnapshot, type StoredPersonalApiKey } from './catalog-state.ts';
-import { generateKey } from './keys.ts';
-import { bootstrapRecords, bootstrapReport, newEndpoint, newPersonalKey, type Bootstrap } from './records.ts';
+import {
+  CatalogState,
+  projectRecord,
+  type CatalogSnapshot,
+  type StoredPersonalApiKey,
+} from './catalog-state.ts';
+import {
+  bootstrapRecords,
+  bootstrapReport,
+  newEndpoint,
+  newPersonalKey,
+  newProjectFields,
+  type Bootstrap,
+} from './records.ts';
 
 export interface KvCatalogOptions {
   readonly bucket: string;
@@ -232,7 +244,7 @@ export class KvCatalog implements Catalog {
    * an id no project has (and none ever will: the id is taken). The project is never visible without its grant.
    */
   createProject(input: { readonly name: string; readonly grantTo?: string }): Promise<Project> {
-    const fields = { name: input.name, apiToken: generateKey('phc_'), createdAt: new Date().toISOString() };
+    const fields = newProjectFields(input.name);
     return this.#track(async () => {
       // Refuses an unknown key before an id is taken (withProject throws), as the file catalog does.
       this.#current().withProject(fields, input.grantTo);
@@ -258,16 +270,15 @@ export class KvCatalog implements Catalog {
     });
   }
 
-  updateProject(id: number, patch: { readonly name?: string }): Promise<Project | undefined> {
+  updateProject(id: number, patch: ProjectPatch): Promise<Project | undefined> {
     const key = projectKey(id);
     return this.#track(() =>
       this.#changing(key, async () => {
         const { revision } = this.#entry(key);
-        const current = this.#current().project(id);
-        if (!current || patch.name === undefined || patch.name === current.name) return current;
-        const renamed = this.#current().withProjectName(id, patch.name)!;
-        await this.#put(key, renamed.project, revision);
-        return renamed.project;
+        const changed = this.#current().withProjectPatch(id, patch);
+        if (!changed) return this.#current().project(id);
+        await this.#put(key, changed.project, revision);
+        return changed.project;
       }),
     );
   }
@@ -407,7 +418,7 @@ export class KvCatalog implements Catalog {
     for (const [key, { value }] of this.#records) {
       if (value === undefined) continue;
       if (key === COUNTER) nextProjectId = value as number;
-      else if (key.startsWith('projects.')) projects.push(value as Project);
+      else if (key.startsWith('projects.')) projects.push(projectRecord(value as Project));
       else if (key.startsWith('keys.')) personalApiKeys.push(value as StoredPersonalApiKey);
       else if (key.startsWith('endpoints.')) endpoints.push(value as Endpoint);
     }

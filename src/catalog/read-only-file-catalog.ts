@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Logger } from '../core/logger.ts';
 import type { Project, ProjectKeys } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
+import { projectRecord } from './catalog-state.ts';
 
 export interface ReadOnlyFileCatalogOptions {
   /** The data directory of the process that owns the catalog (`weir ingest` or `weir start`). */
@@ -90,7 +91,7 @@ export class ReadOnlyFileCatalog implements ProjectKeys {
     try {
       const data = JSON.parse(text) as { projects?: unknown };
       if (!Array.isArray(data.projects)) throw new Error('no projects array');
-      const projects = data.projects as Project[];
+      const projects = (data.projects as Project[]).map(projectRecord);
       const first = this.#byToken === undefined;
       this.#projects = projects;
       this.#byToken = new Map(projects.map((p) => [p.apiToken, p]));

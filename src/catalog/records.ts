@@ -43,7 +43,16 @@ export function bootstrapRecords(env: BootstrapKeys): {
     createdBy: null,
     revokedAt: null,
   };
-  return { project: { id: 1, name: 'Default project', apiToken, createdAt: now }, key, personal };
+  return {
+    project: { id: 1, name: 'Default project', apiToken, createdAt: now, anonymizeIps: false },
+    key,
+    personal,
+  };
+}
+
+/** A new project's fields but its id, which the adapter assigns. */
+export function newProjectFields(name: string): Omit<Project, 'id'> {
+  return { name, apiToken: generateKey('phc_'), createdAt: new Date().toISOString(), anonymizeIps: false };
 }
 
 /** What the CLI is told of a bootstrap it made: a key's value only when Weir generated it. */

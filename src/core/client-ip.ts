@@ -1,5 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 
+const PEERS_REMEMBERED = 4096;
+
 /**
  * The client's address of a request: the connection's peer, or, when that peer is a proxy Weir trusts, the
  * address the proxies say they forwarded for (RFC 7239 `Forwarded`, else `X-Forwarded-For`). Headers from a
@@ -8,6 +10,7 @@ import { BlockList, isIP } from 'node:net';
 export class ClientAddresses {
   readonly #trusted: BlockList;
   readonly #any: boolean;
+  readonly #peers = new Map<string, string>();
 
   /** `trusted`: CIDRs or addresses (`10.0.0.0/8`, `::1`); `parseTrustedProxies` checks them. */
   constructor(trusted: readonly string[]) {
@@ -25,7 +28,7 @@ export class ClientAddresses {
    * trusted proxy (every hop trusted: the farthest). '' when the peer is unknown.
    */
   clientIp(peer: string, forwarded: string, xForwardedFor: string): string {
-    const socket = plainAddress(peer);
+    const socket = this.#peer(peer);
     if (!this.#any || socket === '' || !this.isTrusted(socket)) return socket;
     const chain = forwarded !== '' ? forwardedFor(forwarded) : listedAddresses(xForwardedFor);
     let client = socket;
@@ -37,6 +40,17 @@ export class ClientAddresses {
       if (!this.isTrusted(hop)) break;
     }
     return client;
+  }
+
+  /** A peer as stored, remembered: a few peers (proxies, keep-alive clients) send most requests. */
+  #peer(raw: string): string {
+    let plain = this.#peers.get(raw);
+    if (plain === undefined) {
+      if (this.#peers.size >= PEERS_REMEMBERED) this.#peers.clear();
+      plain = plainAddress(raw);
+      this.#peers.set(raw, plain);
+    }
+    return plain;
   }
 
   isTrusted(address: string): boolean {
@@ -85,9 +99,15 @@ export function plainAddress(raw: string): string {
   } else if (text.indexOf(':') !== -1 && text.indexOf(':') === text.lastIndexOf(':')) {
     text = text.slice(0, text.indexOf(':')); // IPv4 with a port
   }
-  const lower = text.toLowerCase();
-  if (lower.startsWith('::ffff:') && isIP(lower.slice(7)) === 4) return lower.slice(7);
-  return isIP(lower) === 6 ? lower : text;
+  if (text.includes('%')) text = text.slice(0, text.indexOf('%')); // a zone (`fe80::1%eth0`) says nothing of who
+  if (isIP(text) !== 6) return text;
+  // uWS writes every address in full (`0000:…:ffff:7f00:0001`); the URL parser writes RFC 5952's short form.
+  const short = new URL(`http://[${text}]/`).hostname.slice(1, -1);
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(short);
+  if (!mapped) return short;
+  const high = parseInt(mapped[1]!, 16);
+  const low = parseInt(mapped[2]!, 16);
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
 }
 
 /** The addresses of `X-Forwarded-For: client, proxy1, proxy2`, nearest last. */

@@ -249,6 +249,17 @@ export interface Project {
   /** The project API key (`phc_…`): public, write-only, sent by SDKs in capture bodies. */
   readonly apiToken: string;
   readonly createdAt: string;
+  /**
+   * Store no client IP: capture neither adds `$ip` nor keeps one an event sent, so no address reaches the bus
+   * or the store, and GeoIP has nothing to look up (PostHog's "Discard client IP data").
+   */
+  readonly anonymizeIps: boolean;
+}
+
+/** A change to a project's settings; a field left out keeps its value. */
+export interface ProjectPatch {
+  readonly name?: string;
+  readonly anonymizeIps?: boolean;
 }
 
 /** What a personal API key may do (SPEC §3); `*` is every scope. */
@@ -438,8 +449,8 @@ export interface Catalog extends ProjectKeys {
    * so the key that made a project can never be left without it.
    */
   createProject(input: { readonly name: string; readonly grantTo?: string }): Promise<Project>;
-  /** Renames a project; undefined when there is no such project. */
-  updateProject(id: number, patch: { readonly name?: string }): Promise<Project | undefined>;
+  /** Changes a project's name or settings; undefined when there is no such project. */
+  updateProject(id: number, patch: ProjectPatch): Promise<Project | undefined>;
   /** Makes a personal API key; its value is returned here and never again (only its hash is kept). */
   createPersonalKey(input: NewPersonalApiKey): Promise<{ key: PersonalApiKey; value: string }>;
   /** Revokes a key at once; false when there is no such key or it was already revoked. */

@@ -242,5 +242,11 @@ class Thread {
 }
 
 function threadProjects(projects: readonly Project[]): ThreadProject[] {
-  return projects.map((p) => ({ id: p.id, name: p.name, apiToken: p.apiToken, createdAt: p.createdAt }));
+  return projects.map((p) => ({
+    id: p.id,
+    name: p.name,
+    apiToken: p.apiToken,
+    createdAt: p.createdAt,
+    anonymizeIps: p.anonymizeIps,
+  }));
 }

@@ -17,4 +17,5 @@ rerunOnNodeHttp(t, [
   'capture-v1-fuzz',
   'capture-v1-roles',
   'posthog-node-v1',
+  'capture-ip',
 ]);

@@ -53,7 +53,7 @@ t.test('GET /api/projects/ lists the projects the key reaches', async (t) => {
   const body = res.json as { results: Json[]; count: number };
   t.equal(body.count, body.results.length);
   t.match(body.results[0], { id: 1, name: 'Default project', api_token: PROJECT_API_KEY, created_at: ISO });
-  t.same(Object.keys(body.results[0]!).sort(), ['api_token', 'created_at', 'id', 'name']);
+  t.same(Object.keys(body.results[0]!).sort(), ['anonymize_ips', 'api_token', 'created_at', 'id', 'name']);
   t.equal((await api('GET', '/api/projects', PERSONAL_API_KEY)).status, 200, 'trailing slash optional');
 });
 
@@ -61,7 +61,7 @@ t.test('POST /api/projects/ makes a project that captures at once, and the key g
   const res = await api('POST', '/api/projects/', PERSONAL_API_KEY, { name: '  Marketing site ' });
   t.equal(res.status, 201);
   const project = res.json as Json;
-  t.same(Object.keys(project).sort(), ['api_token', 'created_at', 'id', 'name']);
+  t.same(Object.keys(project).sort(), ['anonymize_ips', 'api_token', 'created_at', 'id', 'name']);
   t.equal(project['name'], 'Marketing site', 'the name is trimmed');
   t.match(project['api_token'], /^phc_[A-Za-z0-9]{43}$/);
   t.ok((project['id'] as number) > 1);
@@ -113,6 +113,21 @@ t.test('PATCH /api/projects/{id}/ renames a project', async (t) => {
     'validation_error',
     'unknown_field',
   );
+});
+
+t.test('PATCH /api/projects/{id}/ sets anonymize_ips, a boolean, off for a new project', async (t) => {
+  const project = await createProject('Private');
+  t.equal(project['anonymize_ips'], false, 'a new project keeps IPs');
+  const path = `/api/projects/${String(project['id'])}/`;
+  const on = await api('PATCH', path, PERSONAL_API_KEY, { anonymize_ips: true });
+  t.equal(on.status, 200);
+  t.same(on.json, { ...project, anonymize_ips: true });
+  t.same((await api('GET', path, PERSONAL_API_KEY)).json, { ...project, anonymize_ips: true }, 'kept');
+  const renamed = await api('PATCH', path, PERSONAL_API_KEY, { name: 'Still private' });
+  t.same(renamed.json, { ...project, name: 'Still private', anonymize_ips: true }, 'a rename keeps it');
+  const err = await api('PATCH', path, PERSONAL_API_KEY, { anonymize_ips: 'yes' });
+  assertError(t, err, 400, 'validation_error', 'invalid_input');
+  t.match(err.json, { attr: 'anonymize_ips' });
 });
 
 t.test('project bodies are validated, each error naming its field', async (t) => {

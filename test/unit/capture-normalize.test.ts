@@ -20,6 +20,9 @@ const ctx = (extra: Partial<RequestContext> = {}): RequestContext => ({
   now: NOW,
   sentAt: undefined,
   checkEventSize: true,
+  clientIp: '',
+  anonymizeIps: false,
+  geoip: undefined,
   ...extra,
 });
 
@@ -317,5 +320,39 @@ t.test('parseTimestamp', (t) => {
   t.equal(parseTimestamp('2024-03-07T10:00:00-05:00'), Date.UTC(2024, 2, 7, 15));
   t.equal(parseTimestamp('nope'), undefined);
   t.equal(parseTimestamp('0000-01-01T00:00:00Z'), undefined, 'year 0 is not kept faithfully by the store');
+  t.end();
+});
+
+t.test("$ip: the client's address, never over one the event has, none for a project that anonymises", (t) => {
+  const withIp = ctx({ clientIp: '203.0.113.9' });
+  const props = (item: Record<string, unknown>, c: RequestContext): Record<string, unknown> =>
+    event(normalizeEvent({ event: 'e', distinct_id: 'd', ...item }, 0, c)).properties;
+  t.same(props({}, withIp), { $ip: '203.0.113.9' }, 'added when the event has none');
+  t.same(props({ properties: { $ip: '198.51.100.4' } }, withIp), { $ip: '198.51.100.4' }, 'kept');
+  t.same(props({ properties: { $ip: null } }, withIp), { $ip: null }, 'even null is the event’s own');
+  t.same(props({}, ctx()), {}, 'an unknown address adds nothing');
+  const anonymous = ctx({ clientIp: '', anonymizeIps: true });
+  t.same(props({ properties: { a: 1, $ip: '198.51.100.4' } }, anonymous), { a: 1 }, 'dropped');
+  t.end();
+});
+
+t.test('GeoIP sees $ip once it is set, and not at all for a project that anonymises', (t) => {
+  const seen: unknown[] = [];
+  const geoip = {
+    enrich(p: Record<string, unknown>): void {
+      seen.push(p['$ip']);
+      p['$geoip_country_code'] = 'SE';
+    },
+  };
+  const e = event(
+    normalizeEvent({ event: 'e', distinct_id: 'd' }, 0, ctx({ clientIp: '89.160.20.129', geoip })),
+  );
+  t.same(e.properties, { $ip: '89.160.20.129', $geoip_country_code: 'SE' });
+  normalizeEvent(
+    { event: 'e', distinct_id: 'd', properties: { $ip: '89.160.20.129' } },
+    0,
+    ctx({ anonymizeIps: true, geoip }),
+  );
+  t.same(seen, ['89.160.20.129'], 'not called for the anonymised project');
   t.end();
 });

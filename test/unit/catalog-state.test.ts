@@ -24,7 +24,7 @@ function base(): CatalogState {
   return new CatalogState({
     version: 1,
     nextProjectId: 2,
-    projects: [{ id: 1, name: 'one', apiToken: 'phc_one', createdAt: T0 }],
+    projects: [{ id: 1, name: 'one', apiToken: 'phc_one', createdAt: T0, anonymizeIps: false }],
     personalApiKeys: [key('a', 'phx_a', [1]), key('all', 'phx_all', '*')],
     endpoints: [],
   });
@@ -50,12 +50,16 @@ t.test('a file written before keys had createdBy / revokedAt reads as never revo
   const state = CatalogState.fromJson(old);
   t.match(state.personalKeyByValue('phx_old'), { id: '1', createdBy: null, revokedAt: null });
   t.equal(state.projectByApiToken('phc_one')?.id, 1);
+  t.equal(state.project(1)?.anonymizeIps, false, 'a project written before the setting keeps IPs');
   t.end();
 });
 
 t.test('a new project takes the next id, and the granted key gains it', (t) => {
   const before = base();
-  const { state, project } = before.withProject({ name: 'two', apiToken: 'phc_two', createdAt: T0 }, 'a');
+  const { state, project } = before.withProject(
+    { name: 'two', apiToken: 'phc_two', createdAt: T0, anonymizeIps: false },
+    'a',
+  );
   t.equal(project.id, 2);
   t.equal(state.snapshot.nextProjectId, 3);
   t.equal(state.projectByApiToken('phc_two'), project);
@@ -63,20 +67,33 @@ t.test('a new project takes the next id, and the granted key gains it', (t) => {
   t.equal(before.projectByApiToken('phc_two'), undefined, 'the old state is untouched');
   t.same(before.personalKey('a')?.projects, [1]);
 
-  const toAll = state.withProject({ name: 'three', apiToken: 'phc_three', createdAt: T0 }, 'all');
+  const toAll = state.withProject(
+    { name: 'three', apiToken: 'phc_three', createdAt: T0, anonymizeIps: false },
+    'all',
+  );
   t.equal(toAll.state.personalKey('all')?.projects, '*', 'a key reaching every project stays so');
   t.throws(
-    () => state.withProject({ name: 'x', apiToken: 'phc_x', createdAt: T0 }, 'nobody'),
+    () => state.withProject({ name: 'x', apiToken: 'phc_x', createdAt: T0, anonymizeIps: false }, 'nobody'),
     /no personal API key/,
   );
   t.end();
 });
 
 t.test('a rename keeps id and API key', (t) => {
-  const renamed = base().withProjectName(1, 'uno');
-  t.match(renamed?.project, { id: 1, name: 'uno', apiToken: 'phc_one' });
+  const renamed = base().withProjectPatch(1, { name: 'uno' });
+  t.match(renamed?.project, { id: 1, name: 'uno', apiToken: 'phc_one', anonymizeIps: false });
   t.equal(renamed?.state.projectByApiToken('phc_one')?.name, 'uno', 'capture sees the same project');
-  t.equal(base().withProjectName(9, 'x'), undefined);
+  t.equal(base().withProjectPatch(9, { name: 'x' }), undefined);
+  t.equal(base().withProjectPatch(1, { name: 'one' }), undefined, 'a patch that changes nothing');
+  t.end();
+});
+
+t.test('anonymize_ips is a setting of its own; the name stays', (t) => {
+  const on = base().withProjectPatch(1, { anonymizeIps: true });
+  t.match(on?.project, { id: 1, name: 'one', anonymizeIps: true });
+  t.equal(on?.state.projectByApiToken('phc_one')?.anonymizeIps, true, 'capture reads it by key');
+  t.equal(on?.state.withProjectPatch(1, { anonymizeIps: true }), undefined);
+  t.match(on?.state.withProjectPatch(1, { anonymizeIps: false })?.project, { anonymizeIps: false });
   t.end();
 });
 
@@ -143,7 +160,10 @@ t.test('a file written before endpoints existed reads with none', (t) => {
 });
 
 t.test('endpoints: unique by name in a project, found by name, listed oldest first', (t) => {
-  const withTwo = base().withProject({ name: 'two', apiToken: 'phc_two', createdAt: T0 }, 'a').state;
+  const withTwo = base().withProject(
+    { name: 'two', apiToken: 'phc_two', createdAt: T0, anonymizeIps: false },
+    'a',
+  ).state;
   const state = withTwo.withEndpoint(endpoint('daily')).withEndpoint(endpoint('weekly'));
   t.equal(state.endpoint(1, 'daily')?.id, 'id-daily');
   t.equal(state.endpoint(1, 'Daily'), undefined, 'names are case-sensitive, as paths are');

@@ -39,6 +39,11 @@ t.test('addresses are stored plain', (t) => {
   t.equal(plainAddress('192.0.2.1:8080'), '192.0.2.1', 'a port');
   t.equal(plainAddress('[2001:db8::1]:443'), '2001:db8::1');
   t.equal(plainAddress('2001:DB8::1'), '2001:db8::1');
+  t.equal(plainAddress('0000:0000:0000:0000:0000:ffff:7f00:0001'), '127.0.0.1', 'as uWS writes a v4 peer');
+  t.equal(plainAddress('0000:0000:0000:0000:0000:0000:0000:0001'), '::1', 'as uWS writes ::1');
+  t.equal(plainAddress('2001:0db8:0000:0000:0001:0000:0000:0001'), '2001:db8::1:0:0:1', 'RFC 5952');
+  t.equal(plainAddress('fe80::1%eth0'), 'fe80::1', 'a zone');
+  t.equal(LOOPBACK.clientIp('0000:0000:0000:0000:0000:ffff:7f00:0001', '', '198.51.100.1'), '198.51.100.1');
   t.equal(LOOPBACK.clientIp('::ffff:127.0.0.1', '', '::ffff:198.51.100.1'), '198.51.100.1');
   t.end();
 });

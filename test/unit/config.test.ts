@@ -96,3 +96,27 @@ t.test('the shared catalog, the store API and the NATS servers are settings, che
   t.notMatch(short.message, /short-secret/, 'a secret is never echoed');
   t.end();
 });
+
+t.test('trusted proxies: loopback by default, CIDRs checked, none for no proxy', (t) => {
+  t.same(loadConfig({}).trustedProxies, ['127.0.0.0/8', '::1']);
+  t.same(loadConfig({ WEIR_TRUSTED_PROXIES: '10.0.0.0/8, fd00::/8' }).trustedProxies, [
+    '10.0.0.0/8',
+    'fd00::/8',
+  ]);
+  t.same(loadConfig({ WEIR_TRUSTED_PROXIES: 'none' }).trustedProxies, []);
+  t.throws(
+    () => loadConfig({ WEIR_TRUSTED_PROXIES: '10.0.0.0/40' }),
+    /WEIR_TRUSTED_PROXIES: '10.0.0.0\/40' has no prefix length/,
+  );
+  t.end();
+});
+
+t.test('GeoIP: off by default, on with a database, and never both off and given one', (t) => {
+  t.equal(loadConfig({}).geoip, false);
+  t.equal(loadConfig({ WEIR_GEOIP: 'on' }).geoipDb, undefined, 'on: the npm package');
+  const withDb = loadConfig({ WEIR_GEOIP_DB: 'GeoLite2-City.mmdb' });
+  t.equal(withDb.geoip, true, 'a database turns it on');
+  t.match(withDb.geoipDb, /^\/.*GeoLite2-City\.mmdb$/, 'resolved to an absolute path');
+  t.throws(() => loadConfig({ WEIR_GEOIP: 'off', WEIR_GEOIP_DB: 'x.mmdb' }), /WEIR_GEOIP is off/);
+  t.end();
+});
