@@ -18,4 +18,5 @@ rerunOnNodeHttp(t, [
   'capture-v1-roles',
   'posthog-node-v1',
   'capture-ip',
+  'posthog-dump-replay',
 ]);
