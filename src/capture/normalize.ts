@@ -104,8 +104,8 @@ export function normalizeEvent(item: JsonObject, index: number, ctx: RequestCont
 }
 
 /**
- * `$ip` as PostHog's ingestion keeps it: the client's address unless the event has one (even `null`), and none
- * at all for a project that anonymises IPs; then GeoIP, which reads it. After the size check, as PostHog adds
+ * `$ip` as PostHog's ingestion keeps it: the client's address unless the event has one (an empty or null one
+ * is none, as PostHog tests it), and none at all for a project that anonymises IPs; then GeoIP, which reads it. After the size check, as PostHog adds
  * both after capture has measured the event.
  */
 function clientProperties(properties: JsonObject, ctx: RequestContext): void {
@@ -113,7 +113,7 @@ function clientProperties(properties: JsonObject, ctx: RequestContext): void {
     if ('$ip' in properties) delete properties['$ip'];
     return;
   }
-  if (ctx.clientIp !== '' && !('$ip' in properties)) properties['$ip'] = ctx.clientIp;
+  if (ctx.clientIp !== '' && !properties['$ip']) properties['$ip'] = ctx.clientIp;
   ctx.geoip?.enrich(properties);
 }
 

@@ -227,7 +227,7 @@ function expectedProperties(data: Json, ip: string): Json {
   for (const key of ['$set', '$set_once']) {
     if (data[key]) props[key] = { ...(isObject(props[key]) ? props[key] : {}), ...(data[key] as Json) };
   }
-  if (!('$ip' in props) && ip) props['$ip'] = ip;
+  if (!props['$ip'] && ip) props['$ip'] = ip;
   return props;
 }
 

@@ -329,7 +329,12 @@ t.test("$ip: the client's address, never over one the event has, none for a proj
     event(normalizeEvent({ event: 'e', distinct_id: 'd', ...item }, 0, c)).properties;
   t.same(props({}, withIp), { $ip: '203.0.113.9' }, 'added when the event has none');
   t.same(props({ properties: { $ip: '198.51.100.4' } }, withIp), { $ip: '198.51.100.4' }, 'kept');
-  t.same(props({ properties: { $ip: null } }, withIp), { $ip: null }, 'even null is the event’s own');
+  t.same(
+    props({ properties: { $ip: null } }, withIp),
+    { $ip: '203.0.113.9' },
+    'null is none, as PostHog has it',
+  );
+  t.same(props({ properties: { $ip: '' } }, withIp), { $ip: '203.0.113.9' }, 'and so is empty');
   t.same(props({}, ctx()), {}, 'an unknown address adds nothing');
   const anonymous = ctx({ clientIp: '', anonymizeIps: true });
   t.same(props({ properties: { a: 1, $ip: '198.51.100.4' } }, anonymous), { a: 1 }, 'dropped');
