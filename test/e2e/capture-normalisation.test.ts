@@ -388,25 +388,28 @@ t.test('timestamp', (t) => {
   t.end();
 });
 
-t.test('properties are stored as sent; $set at the top of an event joins them', async (t) => {
-  const properties = {
-    str: 'ü',
-    num: 1.25,
-    bool: false,
-    nil: null,
-    list: [1, { a: 'b' }],
-    nested: { x: { y: 1 } },
-  };
-  await capture({
-    api_key: KEY,
-    event: 'nm_props',
-    distinct_id: 'nm-props',
-    properties,
-    $set: { plan: 'pro' },
-  });
-  const [row] = await stored('nm_props');
-  t.same(row?.properties, { ...properties, $set: { plan: 'pro' } });
-});
+t.test(
+  'properties are stored as sent; $set at the top of an event joins them, and $ip is added',
+  async (t) => {
+    const properties = {
+      str: 'ü',
+      num: 1.25,
+      bool: false,
+      nil: null,
+      list: [1, { a: 'b' }],
+      nested: { x: { y: 1 } },
+    };
+    await capture({
+      api_key: KEY,
+      event: 'nm_props',
+      distinct_id: 'nm-props',
+      properties,
+      $set: { plan: 'pro' },
+    });
+    const [row] = await stored('nm_props');
+    t.same(row?.properties, { ...properties, $set: { plan: 'pro' }, $ip: '127.0.0.1' });
+  },
+);
 
 t.test('dedup', (t) => {
   const uuids = ['0190a1b2-0000-7000-8000-000000000001', '0190a1b2-0000-7000-8000-000000000002'];

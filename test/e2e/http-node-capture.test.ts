@@ -1,4 +1,7 @@
-/** The HTTP layer and capture's e2e files again on Node's `http` (test/helpers/node-http-rerun.ts). */
+/**
+ * The HTTP layer and capture's v0 e2e files again on Node's `http` (test/helpers/node-http-rerun.ts); Capture
+ * V1's are in http-node-capture-v1.test.ts, so that neither file nears tap's per-file timeout.
+ */
 import t from 'tap';
 import { rerunOnNodeHttp } from '../helpers/node-http-rerun.ts';
 
@@ -13,10 +16,4 @@ rerunOnNodeHttp(t, [
   'sdk-startup',
   'backpressure',
   'posthog-node',
-  'capture-v1',
-  'capture-v1-fuzz',
-  'capture-v1-roles',
-  'posthog-node-v1',
-  'capture-ip',
-  'posthog-dump-replay',
 ]);
