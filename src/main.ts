@@ -12,6 +12,8 @@ import type { RoleCatalog } from './roles/catalog.ts';
 import { CaptureThreads } from './roles/capture-threads.ts';
 import type { OpenedStore } from './store/open-store.ts';
 import { mountCapture } from './roles/capture-role.ts';
+import { openGeoip } from './roles/geoip.ts';
+import type { GeoipSource } from './capture/geoip.ts';
 import { consumeBus, openDataDir, openPropertyDefinitions, startIngest, type Weir } from './roles/owner.ts';
 import type { PropertyDefinitionRegistry } from './ingest/property-definitions.ts';
 import { httpTransport, serveRole } from './roles/serve.ts';
@@ -29,6 +31,8 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
   const teardown = new Teardown(logger);
   try {
     const metrics = new Metrics();
+    // Before the data directory: a GeoIP database that cannot be used stops the start before anything opens.
+    const geoip = openGeoip(config, logger);
     const { catalog, store } = await openDataDir(config, { logger, metrics }, teardown);
     const propertyDefinitions = await openPropertyDefinitions({ store, logger }, teardown);
     const ingest = await startIngest(
@@ -44,12 +48,12 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
       const served = await serveWithCaptureThreads(
         app,
         capturedBy(config, transport, logger),
-        { transport, catalog, store, bus, metrics, logger, propertyDefinitions },
+        { transport, catalog, store, bus, metrics, logger, propertyDefinitions, geoip },
         teardown,
       );
       return { ...served, catalog, metrics, store };
     }
-    const inFlight = mountCapture(app, config, { catalog, bus: bus.bus, metrics, logger });
+    const inFlight = mountCapture(app, config, { catalog, bus: bus.bus, metrics, logger, geoip });
     mountApi(
       app,
       config,
@@ -92,6 +96,7 @@ async function serveWithCaptureThreads(
     metrics: Metrics;
     logger: Logger;
     propertyDefinitions: PropertyDefinitionRegistry;
+    geoip: GeoipSource | undefined;
   },
   teardown: Teardown,
 ): Promise<Pick<Weir, 'port' | 'url' | 'close' | 'shutdownState'>> {
@@ -124,7 +129,13 @@ async function serveWithCaptureThreads(
     teardown,
     { message: 'API listening on loopback for the capture threads' },
   );
-  const threads = await CaptureThreads.start(config, { bus: bus.bus, catalog, logger, target: internal.url });
+  const threads = await CaptureThreads.start(config, {
+    bus: bus.bus,
+    catalog,
+    logger,
+    target: internal.url,
+    geoip: deps.geoip,
+  });
   started.threads = threads;
   teardown.push(
     'finish capture requests and stop the capture threads',

@@ -1,5 +1,6 @@
 import { JetStreamBus } from '../bus/jetstream/jetstream-bus.ts';
 import { CaptureService } from '../capture/capture-service.ts';
+import { Geoip, type GeoipSource } from '../capture/geoip.ts';
 import { registerCaptureRoutes } from '../capture/http-routes.ts';
 import { registerSdkRoutes } from '../capture/sdk-routes.ts';
 import { registerCaptureV1Routes } from '../capture/v1-routes.ts';
@@ -8,6 +9,7 @@ import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
 import type { Bus, ProjectKeys } from '../core/ports.ts';
 import { openProjectKeys } from './catalog.ts';
+import { openGeoip } from './geoip.ts';
 import { InFlight } from '../http/in-flight.ts';
 import type { HttpApp } from '../http/transport.ts';
 import { httpTransport, serveRole } from './serve.ts';
@@ -38,10 +40,13 @@ export interface CaptureRole {
 export function mountCapture(
   app: HttpApp,
   config: Config,
-  deps: { catalog: ProjectKeys; bus: Bus; metrics: Metrics; logger: Logger },
+  deps: { catalog: ProjectKeys; bus: Bus; metrics: Metrics; logger: Logger; geoip: GeoipSource | undefined },
 ): InFlight {
   const inFlight = new InFlight();
-  const service = new CaptureService(config, deps);
+  const service = new CaptureService(config, {
+    ...deps,
+    geoip: deps.geoip === undefined ? undefined : new Geoip(deps.geoip),
+  });
   registerCaptureRoutes(app, { service, inFlight, metrics: deps.metrics, logger: deps.logger });
   registerCaptureV1Routes(app, {
     service,
@@ -61,6 +66,7 @@ export async function startCaptureRole(config: Config, logger: Logger): Promise<
   const teardown = new Teardown(logger);
   try {
     const metrics = new Metrics();
+    const geoip = openGeoip(config, logger);
     const projects = await openProjectKeys(config, { metrics, logger }, teardown);
     const catalog = projects.keys;
     const bus = await JetStreamBus.connect({ ...config, natsUrl }, { metrics, logger });
@@ -68,7 +74,7 @@ export async function startCaptureRole(config: Config, logger: Logger): Promise<
 
     const transport = httpTransport(config, logger);
     const app = transport.createApp();
-    const inFlight = mountCapture(app, config, { catalog, bus, metrics, logger });
+    const inFlight = mountCapture(app, config, { catalog, bus, metrics, logger, geoip });
     const served = await serveRole(
       app,
       config,

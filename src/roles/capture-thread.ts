@@ -13,12 +13,15 @@ import { registerProxy } from '../http/proxy.ts';
 import { chooseTransport } from '../http/choose-transport.ts';
 import { drainRequests } from '../http/server.ts';
 import { mountCapture } from './capture-role.ts';
+import type { GeoipSource } from '../capture/geoip.ts';
 
 export interface CaptureThreadInit {
   readonly config: Config;
   /** The main thread's server, for everything but capture. */
   readonly target: string;
   readonly projects: readonly ThreadProject[];
+  /** The main thread's GeoIP database, shared memory (read, never copied, here). */
+  readonly geoip: GeoipSource | undefined;
   /** Index of this thread, for the log. */
   readonly index: number;
 }
@@ -59,7 +62,7 @@ async function main(): Promise<void> {
   // The main thread chose the same way and logged why; a thread alone on the port need not share it.
   const { transport } = chooseTransport(config.httpTransport);
   const app = transport.createApp();
-  const inFlight = mountCapture(app, config, { catalog, bus, metrics, logger });
+  const inFlight = mountCapture(app, config, { catalog, bus, metrics, logger, geoip: init.geoip });
   registerProxy(app, { target: init.target, inFlight, logger });
   const server = await transport.listen(app, config.host, config.port, {
     sharePort: config.captureThreads > 1,

@@ -15,6 +15,7 @@ import type { Bus, Project } from '../core/ports.ts';
 import { freePort } from '../http/server.ts';
 import type { RoleCatalog } from './catalog.ts';
 import type { CaptureThreadInit } from './capture-thread.ts';
+import type { GeoipSource } from '../capture/geoip.ts';
 
 const ENTRY = join(import.meta.dirname, '../../bin/capture-thread.js');
 /** Longest a capture thread may take to start listening. */
@@ -45,7 +46,7 @@ export class CaptureThreads {
 
   static async start(
     config: Config,
-    deps: { bus: Bus; catalog: RoleCatalog; logger: Logger; target: string },
+    deps: { bus: Bus; catalog: RoleCatalog; logger: Logger; target: string; geoip: GeoipSource | undefined },
   ): Promise<CaptureThreads> {
     const projects = threadProjects(deps.catalog.listProjects());
     const threads: Thread[] = [];
@@ -54,7 +55,13 @@ export class CaptureThreads {
     const port = await freePort(config.host, config.port);
     try {
       for (let index = 0; index < config.captureThreads; index++) {
-        const init: CaptureThreadInit = { config: { ...config, port }, target: deps.target, projects, index };
+        const init: CaptureThreadInit = {
+          config: { ...config, port },
+          target: deps.target,
+          projects,
+          index,
+          geoip: deps.geoip,
+        };
         threads.push(await Thread.start(init, deps, () => started.#onFailure(index)));
       }
     } catch (err) {
