@@ -1,6 +1,6 @@
 /**
  * GeoIP end to end (docs/geoip.md): `WEIR_GEOIP=on` with the GeoLite2 City database of the optional npm
- * package, on capture's main thread and its threads (which read the main thread's shared copy), v0 and
+ * package, on capture's main thread, its threads (which read the main thread's shared copy) and `weir capture`, v0 and
  * Capture V1; the `$geoip_*` event properties and the person's; `$geoip_disable`; a trend broken down by
  * `$geoip_country_code`; and a database that cannot be used, refused at start.
  */
@@ -10,6 +10,9 @@ import { join } from 'node:path';
 import t from 'tap';
 import { postV1, v1Body, v1Event, v1Headers } from '../helpers/capture-v1.ts';
 import { createEndpoint, runOk } from '../helpers/endpoints.ts';
+import { startNatsServer } from '../helpers/nats-server.ts';
+import { rows } from '../helpers/query-api.ts';
+import { spawnRole, type RoleProcess } from '../helpers/roles.ts';
 import {
   PROJECT_API_KEY,
   post,
@@ -26,7 +29,7 @@ const US = '8.8.8.8';
 const US_V6 = '2001:4860:4860::8888';
 
 async function send(
-  w: TestWeir,
+  w: { readonly url: string },
   distinctId: string,
   ip: string,
   properties: Record<string, unknown> = {},
@@ -146,6 +149,29 @@ t.test('capture threads read the main thread’s database', async (t) => {
   for (let i = 0; i < 8; i++)
     got.add((await stored(w, await send(w, `geo-thread-${i}`, SWEDEN)))['$geoip_country_code']);
   t.same([...got], ['SE']);
+});
+
+t.test('weir capture over JetStream', async (t) => {
+  const nats = await startNatsServer();
+  t.teardown(() => nats.close());
+  const env = { WEIR_NATS_URL: nats.url, WEIR_DATA_DIR: tempDir() };
+  const running: RoleProcess[] = [];
+  t.teardown(async () => {
+    await Promise.all(running.map((r) => r.stop()));
+  });
+  const ingest = await spawnRole('ingest', env);
+  running.push(ingest);
+  const capture = await spawnRole('capture', { ...env, WEIR_GEOIP: 'on' });
+  running.push(capture);
+  t.match(capture.output(), /GeoIP on/, 'said at start');
+  const uuid = await send(capture, 'geo-role', SWEDEN);
+  const found = await waitFor(
+    async () =>
+      (await rows(ingest, `SELECT properties.$geoip_country_code FROM events WHERE uuid = '${uuid}'`))[0],
+    30_000,
+    'the event to be stored',
+  );
+  t.same(found, ['SE'], 'enriched by weir capture, stored by weir ingest');
 });
 
 t.test('a database that cannot be used stops the start, naming the file', async (t) => {
