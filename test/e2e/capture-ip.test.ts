@@ -6,16 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { postV1, v1Body, v1Event, v1Headers } from '../helpers/capture-v1.ts';
-import { startNatsServer } from '../helpers/nats-server.ts';
 import { rows } from '../helpers/query-api.ts';
-import { spawnRole, type RoleProcess } from '../helpers/roles.ts';
+import { captureOverJetStream } from '../helpers/roles.ts';
 import {
   PERSONAL_API_KEY,
   PROJECT_API_KEY,
   post,
   request,
   startTestWeir,
-  tempDir,
   waitFor,
   type TestWeir,
 } from '../helpers/weir.ts';
@@ -144,18 +142,7 @@ t.test('weir start, capture threads, no proxy trusted', async (t) => {
 });
 
 t.test('weir capture over JetStream, the catalog read from the owner’s file', async (t) => {
-  const nats = await startNatsServer();
-  t.teardown(() => nats.close());
-  const dataDir = tempDir();
-  const env = { WEIR_NATS_URL: nats.url, WEIR_DATA_DIR: dataDir };
-  const running: RoleProcess[] = [];
-  t.teardown(async () => {
-    await Promise.all(running.map((r) => r.stop()));
-  });
-  const ingest = await spawnRole('ingest', env);
-  running.push(ingest);
-  const capture = await spawnRole('capture', env);
-  running.push(capture);
+  const { ingest, capture } = await captureOverJetStream(t);
   // The owner's store, read through its query API while it runs.
   const read: Read = async (uuid) =>
     (await rows(ingest, `SELECT properties FROM events WHERE uuid = '${uuid}'`)).map((r) =>

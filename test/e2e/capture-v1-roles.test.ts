@@ -12,9 +12,8 @@ import {
   type V1Answer,
   fillUntilRefused,
 } from '../helpers/capture-v1.ts';
-import { startNatsServer } from '../helpers/nats-server.ts';
-import { spawnRole, type RoleProcess } from '../helpers/roles.ts';
-import { startTestWeir, tempDir, waitFor, weirSql } from '../helpers/weir.ts';
+import { captureOverJetStream } from '../helpers/roles.ts';
+import { startTestWeir, waitFor, weirSql } from '../helpers/weir.ts';
 
 t.test('weir start with capture threads', async (t) => {
   const w = await startTestWeir({ WEIR_CAPTURE_THREADS: '2', WEIR_STORE_MAX_PENDING_MB: '1' });
@@ -65,18 +64,7 @@ t.test('weir start with capture threads', async (t) => {
 });
 
 t.test('weir capture, over JetStream', async (t) => {
-  const nats = await startNatsServer();
-  t.teardown(() => nats.close());
-  const dataDir = tempDir();
-  const env = { WEIR_NATS_URL: nats.url, WEIR_DATA_DIR: dataDir };
-  const running: RoleProcess[] = [];
-  t.teardown(async () => {
-    await Promise.all(running.map((r) => r.stop()));
-  });
-  const ingest = await spawnRole('ingest', env);
-  running.push(ingest);
-  const capture = await spawnRole('capture', env);
-  running.push(capture);
+  const { ingest, capture, dataDir } = await captureOverJetStream(t);
 
   const events = [v1Event({ event: 'v1 role' }), v1Event({ event: 'v1 role' }), v1Event({ event: '' })];
   const uuids = events.map((e) => e['uuid'] as string);
@@ -103,7 +91,7 @@ t.test('weir capture, over JetStream', async (t) => {
     30_000,
     'ingest to take the events',
   );
-  await Promise.all(running.splice(0).map((r) => r.stop()));
+  await Promise.all([capture.stop(), ingest.stop()]);
   const stored = await weirSql(
     dataDir,
     "SELECT toString(uuid) AS u FROM events WHERE event = 'v1 role' ORDER BY u",

@@ -10,9 +10,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import { postV1, v1Body, v1Event, v1Headers } from '../helpers/capture-v1.ts';
 import { createEndpoint, runOk } from '../helpers/endpoints.ts';
-import { startNatsServer } from '../helpers/nats-server.ts';
 import { rows } from '../helpers/query-api.ts';
-import { spawnRole, type RoleProcess } from '../helpers/roles.ts';
+import { captureOverJetStream } from '../helpers/roles.ts';
 import {
   PROJECT_API_KEY,
   post,
@@ -152,17 +151,7 @@ t.test('capture threads read the main thread’s database', async (t) => {
 });
 
 t.test('weir capture over JetStream', async (t) => {
-  const nats = await startNatsServer();
-  t.teardown(() => nats.close());
-  const env = { WEIR_NATS_URL: nats.url, WEIR_DATA_DIR: tempDir() };
-  const running: RoleProcess[] = [];
-  t.teardown(async () => {
-    await Promise.all(running.map((r) => r.stop()));
-  });
-  const ingest = await spawnRole('ingest', env);
-  running.push(ingest);
-  const capture = await spawnRole('capture', { ...env, WEIR_GEOIP: 'on' });
-  running.push(capture);
+  const { ingest, capture } = await captureOverJetStream(t, { WEIR_GEOIP: 'on' });
   t.match(capture.output(), /GeoIP on/, 'said at start');
   const uuid = await send(capture, 'geo-role', SWEDEN);
   const found = await waitFor(

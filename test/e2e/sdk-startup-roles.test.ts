@@ -4,11 +4,10 @@
  * its owner's catalog. The in-process `weir start` is covered by sdk-startup.test.ts.
  */
 import t from 'tap';
-import { startNatsServer } from '../helpers/nats-server.ts';
-import { spawnRole, type RoleProcess } from '../helpers/roles.ts';
+import { captureOverJetStream } from '../helpers/roles.ts';
 import { RawConnection, rawRequest } from '../helpers/raw-http.ts';
 import { ORIGIN, checkStartupCalls } from '../helpers/sdk-startup.ts';
-import { startTestWeir, tempDir } from '../helpers/weir.ts';
+import { startTestWeir } from '../helpers/weir.ts';
 
 t.test('weir start with capture threads', async (t) => {
   const w = await startTestWeir({ WEIR_CAPTURE_THREADS: '2' });
@@ -25,16 +24,6 @@ t.test('weir start with capture threads', async (t) => {
 });
 
 t.test('weir capture', async (t) => {
-  const nats = await startNatsServer();
-  t.teardown(() => nats.close());
-  const env = { WEIR_NATS_URL: nats.url, WEIR_DATA_DIR: tempDir() };
-  const running: RoleProcess[] = [];
-  t.teardown(async () => {
-    await Promise.all(running.map((r) => r.stop()));
-  });
-  // The owner first: it writes the catalog the capture process reads the project keys from.
-  running.push(await spawnRole('ingest', env));
-  const capture = await spawnRole('capture', env);
-  running.push(capture);
+  const { capture } = await captureOverJetStream(t);
   await checkStartupCalls(t, capture.url);
 });

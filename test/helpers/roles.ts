@@ -7,11 +7,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
+import type { Test } from 'tap';
+import { startNatsServer } from './nats-server.ts';
 import {
   LAUNCH_ENV,
   PERSONAL_API_KEY,
   PROJECT_API_KEY,
   TEST_HTTP_TRANSPORT,
+  tempDir,
   waitFor,
   weirArgs,
   weirSql,
@@ -283,4 +286,33 @@ export function startLoad(options: LoadOptions): RunningLoad {
       await done;
     },
   };
+}
+
+export interface CaptureOverJetStream {
+  readonly ingest: RoleProcess;
+  readonly capture: RoleProcess;
+  readonly dataDir: string;
+}
+
+/**
+ * A nats-server, `weir ingest` (the owner: it writes the catalog `weir capture` reads the keys from), then
+ * `weir capture`, all stopped when `t` ends. `captureEnv` is the capture process's own settings.
+ */
+export async function captureOverJetStream(
+  t: Pick<Test, 'teardown'>,
+  captureEnv: Record<string, string> = {},
+): Promise<CaptureOverJetStream> {
+  const nats = await startNatsServer();
+  t.teardown(() => nats.close());
+  const dataDir = tempDir();
+  const env = { WEIR_NATS_URL: nats.url, WEIR_DATA_DIR: dataDir };
+  const running: RoleProcess[] = [];
+  t.teardown(async () => {
+    await Promise.all(running.map((r) => r.stop()));
+  });
+  const ingest = await spawnRole('ingest', env);
+  running.push(ingest);
+  const capture = await spawnRole('capture', { ...env, ...captureEnv });
+  running.push(capture);
+  return { ingest, capture, dataDir };
 }
