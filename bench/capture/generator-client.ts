@@ -24,11 +24,12 @@ export class GeneratorClient {
     this.#child = child;
   }
 
-  static start(): GeneratorClient {
+  /** `env` is added to the runner's: `BENCH_GENERATOR_IPS` (generator-process.ts) gives the events addresses. */
+  static start(env: Readonly<Record<string, string>> = {}): GeneratorClient {
     const child = spawnTracked(
       process.execPath,
       [join(REPO_ROOT, 'bin/run-ts.js'), join(REPO_ROOT, 'bench/capture/generator-process.ts')],
-      { cwd: REPO_ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+      { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
     );
     return new GeneratorClient(child);
   }

@@ -3,6 +3,7 @@
  * the runner's bookkeeping nor a server under test shares its event loop: on two cores, the server gets
  * one and the generator the other. The runner sends `GeneratorRequest`s over IPC, one at a time.
  */
+import { readFileSync } from 'node:fs';
 import { runLoad, type LoadResult, type LoadSpec } from '../../src/loadgen/load-generator.ts';
 import { buildPayloads, type Mode, type Payloads } from '../../src/loadgen/payloads.ts';
 import { API_KEY } from './bench-key.ts';
@@ -20,11 +21,22 @@ export type GeneratorReply =
 // matter, but between runs it would make every warm-up start with a cold heap.
 const payloadCache = new Map<string, Payloads>();
 
+/**
+ * `BENCH_GENERATOR_IPS=FILE`, one address a line: every event carries one of them as `properties.$ip`, in
+ * turn (the GeoIP bench, geoip.ts). Unset, events carry none and Weir stores the peer's, 127.0.0.1.
+ */
+const ipsFile = process.env['BENCH_GENERATOR_IPS'];
+const ips = ipsFile
+  ? readFileSync(ipsFile, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+  : undefined;
+
 function payloadsFor(host: string, port: number, mode: Mode): Payloads {
   const key = `${host}:${port}:${mode}`;
   let payloads = payloadCache.get(key);
   if (!payloads) {
-    payloads = buildPayloads(mode, { apiKey: API_KEY, host: `${host}:${port}` });
+    payloads = buildPayloads(mode, { apiKey: API_KEY, host: `${host}:${port}`, ...(ips ? { ips } : {}) });
     payloadCache.set(key, payloads);
   }
   return payloads;

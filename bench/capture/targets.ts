@@ -254,12 +254,16 @@ export function nodeArgs(variable: string): string[] {
 
 /**
  * Weir, embedded, on a fresh data directory that is removed when it stops; on the transport given, or the
- * one Weir chooses itself (WEIR_HTTP_TRANSPORT=auto).
+ * one Weir chooses itself (WEIR_HTTP_TRANSPORT=auto). `env` is the scenario's own settings (WEIR_GEOIP=on):
+ * applied after BENCH_WEIR_ENV, so a scenario's variable is what it measures.
  */
-export async function startWeir(transport?: BenchTransport): Promise<Target> {
+export async function startWeir(
+  transport?: BenchTransport,
+  env: Readonly<Record<string, string>> = {},
+): Promise<Target> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'weir-bench-'));
-  const env = {
+  const childEnv = {
     ...cleanEnv(),
     WEIR_HOST: HOST,
     WEIR_PORT: String(port),
@@ -267,6 +271,7 @@ export async function startWeir(transport?: BenchTransport): Promise<Target> {
     WEIR_BOOTSTRAP_PROJECT_API_KEY: API_KEY,
     WEIR_LOG_LEVEL: 'warn',
     ...benchWeirEnv(),
+    ...env,
     // After BENCH_WEIR_ENV: the report names the transport, so nothing may run Weir on another. Named, uWS
     // refuses to start where it does not load rather than fall back to Node's http.
     ...(transport === undefined ? {} : { WEIR_HTTP_TRANSPORT: transport }),
@@ -275,7 +280,7 @@ export async function startWeir(transport?: BenchTransport): Promise<Target> {
   return startChild(
     transport === 'node' ? 'weir-node' : 'weir',
     [...benchWeirNodeArgs(), join(REPO_ROOT, 'bin/weir.js'), 'start'],
-    env,
+    childEnv,
     port,
     removeData,
   );
