@@ -7,7 +7,9 @@
  *     [--props 0] [--definitions on|off]
  *
  * `--props N` adds N more properties to every event (posthog-js sends ~40); `--definitions off` runs ingest
- * without recording property definitions, to measure what recording them costs.
+ * without recording property definitions, to measure what recording them costs; `--geoip on` runs GeoIP
+ * (the npm GeoLite2 City) on events whose `$ip` is one of `--addresses N` public addresses, each distinct id
+ * always seen from the same one (as a real client mostly is).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +23,7 @@ import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import { IngestService } from '../../src/ingest/ingest-service.ts';
 import { PropertyDefinitionRegistry } from '../../src/ingest/property-definitions.ts';
+import { Geoip, loadGeoipSource } from '../../src/capture/geoip.ts';
 import { openEmbeddedStore } from '../../src/store/embedded/open-embedded-store.ts';
 
 const { values } = parseArgs({
@@ -31,6 +34,8 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '16' },
     props: { type: 'string', default: '0' },
     definitions: { type: 'string', default: 'on' },
+    geoip: { type: 'string', default: 'off' },
+    addresses: { type: 'string', default: '100' },
   },
 });
 const batches = Number(values.batches);
@@ -54,7 +59,14 @@ const properties =
 await properties?.start();
 const ingest = new IngestService(config, { store, metrics, logger, properties });
 const bus = new EmbeddedBus(config, { sink: ingest, metrics });
-const capture = new CaptureService(config, { catalog, bus, metrics, logger });
+const geoip = values.geoip === 'on' ? new Geoip(loadGeoipSource({ kind: 'package' })) : undefined;
+const capture = new CaptureService(config, { catalog, bus, metrics, logger, geoip });
+const addresses = Number(values.addresses);
+/** Public addresses spread over the space (the first octets 1-223 but private, loopback and multicast). */
+const address = (n: number): string => {
+  const first = [3, 8, 23, 31, 45, 52, 62, 77, 81, 89, 91, 104, 141, 151, 185, 193, 201, 213][n % 18]!;
+  return `${first}.${(n * 7) % 256}.${(n * 13) % 256}.${(n % 250) + 1}`;
+};
 
 let seq = 0;
 function body(): Buffer {
@@ -65,6 +77,7 @@ function body(): Buffer {
       $browser: 'Chrome',
       $os: 'Mac OS X',
     };
+    if (geoip) properties['$ip'] = address((seq % ids) % addresses);
     for (let p = 0; p < props; p++) properties[`prop_${p}`] = p % 2 === 0 ? `value ${seq}` : seq;
     events.push({ event: '$pageview', distinct_id: `user-${seq % ids}`, properties });
   }
