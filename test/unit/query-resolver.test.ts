@@ -85,7 +85,8 @@ t.test('properties, person properties and other JSON columns read one key per JS
   );
   t.match(
     sql('SELECT p FROM (SELECT properties AS p FROM events) WHERE p.plan = 1'),
-    "WHERE ifNull(JSONExtract(p, 'plan', 'Nullable(String)') = 1, 0)",
+    "WHERE ifNull(JSONExtract(p, 'plan', 'Nullable(String)') = '1', 0)",
+    'a number compared with a text property is compared as its text',
   );
   t.match(
     sql('SELECT details.reason FROM ingestion_warnings'),
@@ -390,7 +391,7 @@ t.test('a comparison with a value that may be NULL is made as HogQL makes it', (
   t.equal(where("properties.plan = 'pro'"), `ifNull(${plan} = 'pro', 0)`);
   t.equal(where("properties.plan != 'pro'"), `ifNull(${plan} != 'pro', 1)`);
   t.equal(where("properties.plan NOT LIKE 'p%'"), `ifNull(${plan} NOT LIKE 'p%', 1)`);
-  t.equal(where('properties.plan < 3'), `ifNull(${plan} < 3, 0)`);
+  t.equal(where('properties.plan < 3'), `ifNull(${plan} < '3', 0)`);
   t.equal(where('properties.plan = NULL'), `isNull(${plan})`);
   t.equal(where('NULL != properties.plan'), `isNotNull(${plan})`);
   t.equal(
@@ -409,5 +410,33 @@ t.test('a comparison with a value that may be NULL is made as HogQL makes it', (
   );
   // Columns that are never NULL keep the plain comparison, which the primary index reads.
   t.equal(where("event = 'a' AND timestamp >= '2024-01-01'"), "event = 'a' AND timestamp >= '2024-01-01'");
+  t.end();
+});
+
+t.test('a text property compared with a number literal compares with the number’s text', (t) => {
+  const where = (cond: string): string =>
+    / WHERE (.*) LIMIT/.exec(sql(`SELECT 1 FROM events WHERE ${cond}`))![1]!;
+  t.equal(
+    where('properties.code = 10'),
+    "ifNull(JSONExtract(properties, 'code', 'Nullable(String)') = '10', 0)",
+  );
+  t.equal(
+    where('10 = properties.code'),
+    "ifNull('10' = JSONExtract(properties, 'code', 'Nullable(String)'), 0)",
+  );
+  t.match(where('properties.code < -1.50'), "JSONExtract(properties, 'code', 'Nullable(String)') < '-1.5'");
+  t.match(where('properties.code >= 1e3'), ">= '1000'");
+  t.match(
+    where('properties.code = 12345678901234567890'),
+    "= '12345678901234567890'",
+    'digits kept as written',
+  );
+  t.match(where("properties.code = '10'"), "= '10'");
+  t.match(
+    sql('SELECT properties.code + 1 FROM events'),
+    "'Nullable(String)') + 1",
+    'arithmetic is left alone',
+  );
+  t.match(sql('SELECT 1 FROM events WHERE event = 1'), 'event = 1', 'a column keeps its own type');
   t.end();
 });

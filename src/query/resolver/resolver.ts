@@ -440,11 +440,13 @@ class Resolver {
         return this.extract({ column: ref.column, keys: [...ref.keys, key] }, e.pos);
       }
       case 'binary':
-        return this.nullSafe({
-          ...e,
-          left: this.expr(e.left, scope),
-          right: this.inRight(e.op, e.right, scope),
-        });
+        return this.nullSafe(
+          this.numberAsText({
+            ...e,
+            left: this.expr(e.left, scope),
+            right: this.inRight(e.op, e.right, scope),
+          }),
+        );
       case 'and':
       case 'or':
         return { ...e, operands: this.exprs(e.operands, scope) };
@@ -520,6 +522,19 @@ class Resolver {
       ? { kind: 'and' as const, operands: [call('isNull', [left]), call('isNull', [right])] }
       : { kind: 'or' as const, operands: [call('isNotNull', [left]), call('isNotNull', [right])] };
     return call('ifNull', [b, both]);
+  }
+
+  /**
+   * A property read as text compared with a number literal (`properties.code = 10`) compares with the number's
+   * text, as docs/hogql.md says: the engine finds no common type for a String and a number and refuses the
+   * query, where HogQL users expect the comparison to hold for `"10"` (and `10`, whose text is the same).
+   */
+  private numberAsText(b: Expr & { kind: 'binary' }): Expr & { kind: 'binary' } {
+    if (!COMPARISONS.has(b.op)) return b;
+    const text = (x: Expr): boolean => x.kind === 'call' && x.name === 'JSONExtract' && this.mayBeNull(x);
+    if (text(b.left) && numberLiteral(b.right)) return { ...b, right: asText(b.right) };
+    if (text(b.right) && numberLiteral(b.left)) return { ...b, left: asText(b.left) };
+    return b;
   }
 
   /** Whether an expression may be NULL as far as the resolver knows: a NULL literal, or a property read. */
@@ -855,6 +870,22 @@ class Resolver {
         return text;
     }
   }
+}
+
+const COMPARISONS = new Set(['=', '!=', '<', '<=', '>', '>=']);
+
+/** A number written in the query, or its negation. */
+function numberLiteral(e: Expr): boolean {
+  return e.kind === 'number' || (e.kind === 'negate' && e.operand.kind === 'number');
+}
+
+/** A number literal as the engine writes the number: `10`, `1.5`, `-3`, `1000` for `1e3`. */
+function asText(e: Expr): Expr {
+  const number = e.kind === 'negate' ? e.operand : e;
+  const written = number.kind === 'number' ? number.text : '';
+  const sign = e.kind === 'negate' ? '-' : '';
+  // Digits alone are kept as written, whatever their size; anything else is the number's shortest text.
+  return str(/^\d+$/.test(written) ? `${sign}${written}` : String(Number(`${sign}${written}`)));
 }
 
 const ZERO: Expr = { kind: 'number', text: '0' };
