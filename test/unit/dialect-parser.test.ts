@@ -42,6 +42,7 @@ t.test('expression forms', (t) => {
     ['arrayMap(x -> x + 1, arr)', '(call arrayMap (lambda (x) (+ x 1)) arr)'],
     ['arrayFilter((x, y) -> x > y, a, b)', '(call arrayFilter (lambda (x y) (> x y)) a b)'],
     ['[1, 2]', '(array 1 2)'],
+    ['[1, 2,]', '(array 1 2)'],
     ['(1, 2)', '(tuple 1 2)'],
     ['(1,)', '(tuple 1)'],
     ['()', '(tuple)'],
@@ -249,5 +250,11 @@ t.test('a query longer than the limit is refused before it is read', (t) => {
   } catch (err) {
     t.match(err, { reason: 'the query is 12 characters long; the limit is 5' }, 'the limit is an option');
   }
+  t.end();
+});
+
+t.test('an array may end in a comma, as HogQL allows; an empty one or two commas may not', (t) => {
+  t.match(refusal('SELECT [,]').reason, "expected an expression after '['");
+  t.match(refusal('SELECT [1,,]').reason, "expected an expression after ','");
   t.end();
 });

@@ -440,12 +440,17 @@ export abstract class ExpressionParser extends TokenCursor {
     return { kind: 'array', items: this.parseListToClose(open), pos: this.span(open) };
   }
 
-  /** After `(` or `[`: expressions separated by commas, maybe none, then the closing bracket. */
+  /**
+   * After `(` or `[`: expressions separated by commas, maybe none, then the closing bracket. An array may end
+   * in a comma (`[1, 2,]`), as HogQL's grammar allows.
+   */
   protected parseListToClose(open: Token): Expr[] {
     this.enter(open);
     const items: Expr[] = [];
-    if (!this.isPunct(open.value === '(' ? ')' : ']')) {
+    const close = open.value === '(' ? ')' : ']';
+    if (!this.isPunct(close)) {
       do {
+        if (close === ']' && items.length > 0 && this.isPunct(']')) break;
         this.requireExpression(items.length === 0 ? `after '${open.value}'` : "after ','");
         items.push(this.parseExpr());
       } while (this.acceptPunct(','));
