@@ -110,3 +110,19 @@ export function processCpuSeconds(pid: number): number | undefined {
     return undefined;
   }
 }
+
+/**
+ * Runs a bench's `main` and exits with its code; a throw is printed and exits 1, and the 'exit' handler
+ * above kills any server, nats-server or generator still running.
+ */
+export function runBench(main: () => Promise<number>): void {
+  main().then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+      process.exit(1);
+    },
+  );
+}

@@ -6,6 +6,7 @@
  * read back, so a GeoIP that did nothing is seen rather than measured as free. Prints the tables and writes
  * bench/results/geoip.md with the raw JSON beside it.
  */
+import { runBench } from './child-processes.ts';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -274,13 +275,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    // The 'exit' handler in child-processes.ts kills any server or generator still running.
-    process.exit(1);
-  },
-);
+runBench(main);

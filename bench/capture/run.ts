@@ -7,6 +7,7 @@
  * With `--bus jetstream`, issue 3's benchmark of the roles over NATS instead (run-jetstream.ts); with
  * `--ingest N` as well, issue 28's: 1…N ingest processes on the ClickHouse server store (run-jetstream-ingest.ts).
  */
+import { runBench } from './child-processes.ts';
 import { GeneratorClient } from './generator-client.ts';
 import { QuietGate } from './machine-load.ts';
 import type { BenchContext } from './measure.ts';
@@ -165,13 +166,4 @@ async function benchEmbedded(
   return 0;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    // The 'exit' handler in child-processes.ts kills any server or generator still running.
-    process.exit(1);
-  },
-);
+runBench(main);

@@ -6,6 +6,7 @@
  * 200 was answered, and resident memory over the last 5 minutes grows by at most 1% a minute. Writes
  * bench/results/soak.md, the memory plot and the samples beside it; exits 1 when a bus fails.
  */
+import { runBench } from '../capture/child-processes.ts';
 import { GeneratorClient } from '../capture/generator-client.ts';
 import { machineInfo, weirRevision } from '../capture/results.ts';
 import { parseSoakOptions, USAGE, type SoakOptions } from './options.ts';
@@ -61,13 +62,4 @@ async function main(): Promise<number> {
   return buses.every(passed) ? 0 : 1;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    // The 'exit' handler in bench/capture/child-processes.ts kills any Weir, nats-server or generator left.
-    process.exit(1);
-  },
-);
+runBench(main);
