@@ -94,6 +94,13 @@ export function sexpr(e: Expr): string {
       return '(subquery)';
     case 'alias':
       return s('as', e.expr, e.alias);
+    case 'tag':
+      return s(
+        `<${e.name}>`,
+        ...e.attributes.flatMap((a) => [a.name, ...(Array.isArray(a.value) ? a.value : [a.value])]),
+      );
+    case 'dict':
+      return s('dict', ...e.entries.flatMap((x) => [x.key, x.value]));
   }
 }
 

@@ -86,6 +86,7 @@ t.test('what the resolver refuses arrives as nodes it can name', (t) => {
     name: 'tables',
     alias: null,
     final: false,
+    sample: null,
   });
   const fn = select("SELECT * FROM url('http://x', CSV) AS u").from?.table;
   t.equal(fn?.kind, 'tableFunction');

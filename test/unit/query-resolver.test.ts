@@ -291,7 +291,7 @@ t.test('the allow-list: aggregates with combinators, no side effects', (t) => {
 function confinedTables(q: Query): { confined: number; bare: string[] } {
   const out = { confined: 0, bare: [] as string[] };
   const visitQuery = (query: Query): void => {
-    if (query.kind === 'unionAll') return query.queries.forEach(visitQuery);
+    if (query.kind !== 'select') return query.queries.forEach(visitQuery);
     visitSelect(query);
   };
   const visitSelect = (s: SelectQuery): void => {

@@ -9,7 +9,14 @@
  * query alone, and reads the same on a ClickHouse server. The dialect refuses SETTINGS in a caller's text,
  * so the only one is Weir's.
  */
-import { numberValue, printDialect, type Expr, type Query } from '../dialect/mod.ts';
+import {
+  numberValue,
+  printDialect,
+  selectQuery,
+  type Expr,
+  type FromClause,
+  type Query,
+} from '../dialect/mod.ts';
 import type { ResolvedQuery } from '../resolver/resolver.ts';
 import { PROJECT_PLACEHOLDER } from '../resolver/store-table.ts';
 import type { BoundVariable, ParamValue } from './variables.ts';
@@ -70,6 +77,15 @@ export function printClickHouse(
  */
 export function capRows(query: Query, cap: number): Query {
   if (query.kind === 'unionAll') return { ...query, queries: query.queries.map((q) => capRows(q, cap)) };
+  if (query.kind === 'setOperation') {
+    // INTERSECT and EXCEPT read all of each member, so the cap goes on the whole.
+    const from: FromClause = {
+      kind: 'from',
+      table: { kind: 'tableSubquery', query, alias: null },
+      joins: [],
+    };
+    return capRows(selectQuery({ columns: [{ kind: 'star', table: null }], from }), cap);
+  }
   const limit = query.limit;
   const capNode: Expr = { kind: 'number', text: String(cap) };
   if (limit === null) return { ...query, limit: capNode };

@@ -27,13 +27,28 @@ interface Node {
 
 // ---------------------------------------------------------------------------------------------- queries
 
-/** A whole query: one SELECT, or several joined by UNION ALL. */
-export type Query = SelectQuery | UnionAllQuery;
+/** A whole query: one SELECT, or several joined by UNION ALL, or by other set operators. */
+export type Query = SelectQuery | UnionAllQuery | SetOperationQuery;
 
 export interface UnionAllQuery extends Node {
   kind: 'unionAll';
   /** Two or more; a member is itself a union only when the text put one in parentheses. */
   queries: Query[];
+}
+
+/** How two queries of a set operation combine; plain `UNION` is `UNION DISTINCT`, as in HogQL. */
+export type SetOperator = 'UNION ALL' | 'UNION DISTINCT' | 'INTERSECT' | 'INTERSECT DISTINCT' | 'EXCEPT';
+
+/**
+ * Queries joined by set operators other than UNION ALL alone (`a UNION DISTINCT b EXCEPT c`): kept in the
+ * order written, as HogQL keeps them, so ClickHouse applies its own precedence (INTERSECT binds tighter).
+ */
+export interface SetOperationQuery extends Node {
+  kind: 'setOperation';
+  /** Two or more; a member is itself a set operation only when the text put one in parentheses. */
+  queries: Query[];
+  /** `operators[i]` joins `queries[i]` and `queries[i + 1]`; not all of them UNION ALL. */
+  operators: SetOperator[];
 }
 
 export interface SelectQuery extends Node {
@@ -62,6 +77,8 @@ export interface SelectQuery extends Node {
   limitBy: LimitBy | null;
   limit: Expr | null;
   offset: Expr | null;
+  /** `LIMIT n WITH TIES`: rows equal to the last one in ORDER BY are kept too. */
+  limitWithTies: boolean;
 }
 
 /**
@@ -87,6 +104,7 @@ export function selectQuery(
     limitBy: null,
     limit: null,
     offset: null,
+    limitWithTies: false,
     ...parts,
   };
 }
@@ -125,6 +143,15 @@ export interface TableRef extends Node {
   alias: string | null;
   /** `FROM t FINAL`. */
   final: boolean;
+  /** `FROM t SAMPLE 1/10 [OFFSET 1/2]`. */
+  sample: SampleClause | null;
+}
+
+/** `SAMPLE ratio [OFFSET ratio]`: each a number or a fraction of two (`1/10`), as ClickHouse writes them. */
+export interface SampleClause extends Node {
+  kind: 'sample';
+  ratio: Expr;
+  offset: Expr | null;
 }
 
 /** `FROM file('x')`, `FROM numbers(10)`: parsed so that the resolver can refuse it by name. */
@@ -243,6 +270,8 @@ export type Expr =
   | Interval
   | Cast
   | Subquery
+  | Tag
+  | Dict
   | Alias;
 
 /**
@@ -473,6 +502,29 @@ export type TypeArg = TypeExpr | NamedType | NumberLiteral | StringLiteral;
 export interface Subquery extends Node {
   kind: 'subquery';
   query: Query;
+}
+
+/**
+ * A HogQLX tag, `<a href={url}>text {expr}</a>` or `<Sparkline data={[1, 2]} />`: a value PostHog's UI
+ * renders. Children are the attribute `children` (text as strings), as HogQL's parser gives them.
+ */
+export interface Tag extends Node {
+  kind: 'tag';
+  name: string;
+  attributes: TagAttribute[];
+}
+
+export interface TagAttribute extends Node {
+  kind: 'tagAttribute';
+  name: string;
+  /** An expression, or a list of them for `children`. A bare attribute (`<a disabled>`) is `true`. */
+  value: Expr | Expr[];
+}
+
+/** `{'key': value, …}`: HogQL's object literal. */
+export interface Dict extends Node {
+  kind: 'dict';
+  entries: { key: Expr; value: Expr }[];
 }
 
 /**

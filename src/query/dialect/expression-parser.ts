@@ -1,4 +1,4 @@
-import type { BinaryOp, Call, Case, Expr, Query, Span, TypeExpr } from './ast.ts';
+import type { BinaryOp, Call, Case, Expr, Query, Span, Tag, TagAttribute, TypeExpr } from './ast.ts';
 import { TokenCursor } from './cursor.ts';
 import { describePosition } from './errors.ts';
 import { FUNCTION_WORDS, NOT_AN_EXPRESSION } from './keywords.ts';
@@ -103,6 +103,13 @@ function hogqlOperator(infix: Infix, left: Expr, right: Expr, pos: Span): Expr {
  * syntax come from form-parser.ts and the query grammar (subqueries) from parser.ts, both subclasses.
  */
 export abstract class ExpressionParser extends TokenCursor {
+  /**
+   * `{filters.dateRange.from}` / `.to}` placeholders not yet taken by a comparison. With no date range, HogQL
+   * makes the comparison that holds one true (`timestamp >= {filters.dateRange.from}` filters nothing) and
+   * refuses one anywhere else; the statement's parser fails on any left here.
+   */
+  protected readonly dateRangePlaceholders = new Set<Expr>();
+
   /** A SELECT or a UNION ALL of them, for subqueries. */
   protected abstract parseQuery(): Query;
   /** The forms with their own syntax (form-parser.ts): calls, CASE, CAST, INTERVAL, types. */
@@ -125,7 +132,8 @@ export abstract class ExpressionParser extends TokenCursor {
           !NOT_AN_EXPRESSION.has(t.upper) || (FUNCTION_WORDS.has(t.upper) && this.isPunct('(', this.peek()))
         );
       case 'punct':
-        return '([{*-'.includes(t.value) && t.value.length === 1;
+        return ('([{*-<'.includes(t.value) && t.value.length === 1) || t.value === "f'";
+      case 'text':
       case 'eof':
         return false;
     }
@@ -260,6 +268,8 @@ export abstract class ExpressionParser extends TokenCursor {
           );
           const right = this.parseBinary(infix.prec + 1);
           left = { kind: 'binary', op: infix.op, left, right, pos: this.span(first) };
+          if (this.dateRangePlaceholders.delete(left.left) || this.dateRangePlaceholders.delete(left.right))
+            left = { kind: 'boolean', value: true, pos: left.pos };
           break;
         }
       }
@@ -288,13 +298,35 @@ export abstract class ExpressionParser extends TokenCursor {
     return this.parsePostfix(this.parsePrimary(), t);
   }
 
-  /** `a[i]`, `t.1`, `f(x).name`, `x::Type`, left to right. */
+  /** `a[i]`, `t.1`, `f(x).name`, `x::Type`, HogQL's `a?.b` and `a?.[i]`, left to right. */
   private parsePostfix(start: Expr, first: Token): Expr {
     let expr = start;
     let chain = 0;
     for (;;) {
       const t = this.tok;
-      if (this.isPunct('[')) {
+      if (this.isPunct('?') && this.isPunct('.', this.peek())) {
+        // `?.` reads a key or an element, null when there is none: what `[…]` already does in ClickHouse
+        // for maps and JSON, so it is an index.
+        this.index += 2;
+        let index: Expr;
+        if (this.isPunct('[')) {
+          const open = this.next();
+          this.enter(open);
+          this.requireExpression("after '?.['");
+          index = this.parseExpr();
+          this.expectClose(open);
+          this.leave();
+        } else if (this.isName() || this.tok.type === 'number') {
+          const key = this.next();
+          index =
+            key.type === 'number'
+              ? { kind: 'number', text: key.value, pos: this.span(key) }
+              : { kind: 'string', value: key.value, pos: this.span(key) };
+        } else {
+          this.fail(`expected a name or '[' after '?.', found ${this.describe()}`);
+        }
+        expr = { kind: 'index', object: expr, index, pos: this.span(first) };
+      } else if (this.isPunct('[')) {
         this.next();
         this.enter(t);
         this.requireExpression("after '['");
@@ -341,11 +373,17 @@ export abstract class ExpressionParser extends TokenCursor {
           case '[':
             return this.parseArray();
           case '{':
-            return this.parsePlaceholder();
+            return this.parseBraces();
+          case '<':
+            return this.parseTag();
+          case "f'":
+            return this.parseTemplate();
           case '*':
             this.next();
             return { kind: 'star', table: null, pos: this.span(t) };
         }
+        return this.fail(`expected an expression, found ${this.describe()}`);
+      case 'text':
         return this.fail(`expected an expression, found ${this.describe()}`);
       case 'eof':
         return this.fail('expected an expression, found end of query');
@@ -460,7 +498,39 @@ export abstract class ExpressionParser extends TokenCursor {
     return items;
   }
 
-  /** `{variables.name}`. ClickHouse's own `{name:Type}` parameters are refused: Weir binds the values. */
+  /** `{…}`: a placeholder (`{variables.name}`, `{filters}`), or HogQL's object literal `{'key': value}`. */
+  private parseBraces(): Expr {
+    const head = this.peek();
+    const placeholder =
+      head.type === 'word' &&
+      (head.value === 'variables' || head.value === 'filters' || this.isPunct(':', this.peek(2)));
+    if (placeholder || (this.isName(head) && this.isPunct('}', this.peek(2)))) return this.parsePlaceholder();
+    const open = this.next();
+    this.enter(open);
+    const entries: { key: Expr; value: Expr }[] = [];
+    while (!this.isPunct('}')) {
+      this.requireExpression(entries.length === 0 ? "after '{'" : "after ','");
+      const key = this.parseExpr();
+      if (entries.length === 0 && this.isPunct('}')) {
+        this.fail(`expected a placeholder like {variables.name}, found ${this.describe(head)}`, head);
+      }
+      if (!this.acceptPunct(':')) {
+        this.fail(`expected ':' after the key of an object literal {'key': value}, found ${this.describe()}`);
+      }
+      this.requireExpression("after ':'");
+      entries.push({ key, value: this.parseExpr() });
+      if (!this.acceptPunct(',')) break;
+    }
+    this.expectClose(open);
+    this.leave();
+    return { kind: 'dict', entries, pos: this.span(open) };
+  }
+
+  /**
+   * `{variables.name}`; `{filters}` and `{filters.dateRange.from}` / `.to}`, HogQL's filters of a dashboard,
+   * which a query run here has none of. ClickHouse's own `{name:Type}` parameters are refused: Weir binds
+   * the values.
+   */
   private parsePlaceholder(): Expr {
     const open = this.next();
     const head = this.tok;
@@ -470,11 +540,25 @@ export abstract class ExpressionParser extends TokenCursor {
         head,
       );
     }
-    if (head.type === 'word' && head.value === 'filters' && this.isPunct('}', this.peek())) {
-      // HogQL's `{filters}` stands for the filters of a dashboard or insight; a query here has none.
+    if (head.type === 'word' && head.value === 'filters') {
       this.next();
+      if (this.acceptPunct('}')) {
+        // With no filters, HogQL's `{filters}` is true.
+        return { kind: 'boolean', value: true, pos: this.span(open) };
+      }
+      const path: string[] = [];
+      while (this.acceptPunct('.')) path.push(this.expectName("a name after '.'"));
       this.expectClose(open);
-      return { kind: 'boolean', value: true, pos: this.span(open) };
+      const name = `filters.${path.join('.')}`;
+      if (name !== 'filters.dateRange.from' && name !== 'filters.dateRange.to') {
+        this.fail(
+          `{${name}} is not a filters placeholder: write {filters}, {filters.dateRange.from} or {filters.dateRange.to}`,
+          open,
+        );
+      }
+      const placeholder: Expr = { kind: 'placeholder', name, pos: this.span(open) };
+      this.dateRangePlaceholders.add(placeholder);
+      return placeholder;
     }
     if (!(head.type === 'word' && head.value === 'variables')) {
       this.fail(`expected a placeholder like {variables.name}, found ${this.describe()}`);
@@ -487,5 +571,100 @@ export abstract class ExpressionParser extends TokenCursor {
     if (this.isPunct(':')) this.fail(`a placeholder takes no type; write {variables.${name}}`);
     this.expectClose(open);
     return { kind: 'placeholder', name, pos: this.span(open) };
+  }
+
+  /** HogQL's `f'text {expr} text'`: the concatenation of its parts (one part alone is itself). */
+  private parseTemplate(): Expr {
+    const open = this.next();
+    this.enter(open);
+    const parts: Expr[] = [];
+    while (!this.isPunct("'")) {
+      const t = this.tok;
+      if (t.type === 'text') {
+        this.next();
+        parts.push({ kind: 'string', value: t.value, pos: this.span(t) });
+      } else if (this.isPunct('{')) {
+        const brace = this.next();
+        this.requireExpression("after '{' in an f-string");
+        parts.push(this.parseExpr());
+        this.expectClose(brace);
+      } else {
+        this.fail(`unexpected ${this.describe()} in an f-string`);
+      }
+    }
+    this.next();
+    this.leave();
+    if (parts.length === 1) return parts[0]!;
+    if (parts.length === 0) return { kind: 'string', value: '', pos: this.span(open) };
+    return call('concat', parts, this.span(open));
+  }
+
+  /** A HogQLX tag: `<name attr='text' attr={expr} flag>children</name>` or `<name … />`. */
+  protected parseTag(): Tag {
+    const open = this.next();
+    this.enter(open);
+    const name = this.next().value;
+    const attributes: TagAttribute[] = [];
+    while (this.tok.type === 'word') {
+      const a = this.next();
+      let value: Expr = { kind: 'boolean', value: true, pos: this.span(a) };
+      if (this.acceptPunct('=')) {
+        const v = this.tok;
+        if (v.type === 'string') {
+          this.next();
+          value = { kind: 'string', value: v.value, pos: this.span(v) };
+        } else if (this.isPunct('{')) {
+          const brace = this.next();
+          this.requireExpression(`after '{' in the attribute ${a.value}`);
+          value = this.parseExpr();
+          this.expectClose(brace);
+        } else {
+          this.fail(`expected a string or {expression} after '${a.value}=', found ${this.describe()}`);
+        }
+      }
+      attributes.push({ kind: 'tagAttribute', name: a.value, value, pos: this.span(a) });
+    }
+    if (this.acceptPunct('/>')) {
+      this.leave();
+      return { kind: 'tag', name, attributes, pos: this.span(open) };
+    }
+    this.expectPunct('>', `to end the tag <${name}>`);
+    const children: Expr[] = [];
+    const childrenAt = this.tok;
+    while (!this.isPunct('</')) {
+      const t = this.tok;
+      if (t.type === 'text') {
+        this.next();
+        children.push({ kind: 'string', value: t.value, pos: this.span(t) });
+      } else if (this.isPunct('{')) {
+        const brace = this.next();
+        this.requireExpression("after '{' in a tag");
+        children.push(this.parseExpr());
+        this.expectClose(brace);
+      } else if (this.isPunct('<')) {
+        children.push(this.parseTag());
+      } else {
+        this.fail(`expected the closing tag </${name}>, found ${this.describe()}`);
+      }
+    }
+    this.next();
+    const closing = this.next();
+    if (closing.value !== name) {
+      this.fail(
+        `the tag <${name}> is closed by </${closing.value}>; opening and closing tags must match`,
+        closing,
+      );
+    }
+    this.expectPunct('>', `to end the tag </${name}>`);
+    this.leave();
+    if (children.length > 0) {
+      attributes.push({
+        kind: 'tagAttribute',
+        name: 'children',
+        value: children,
+        pos: this.span(childrenAt),
+      });
+    }
+    return { kind: 'tag', name, attributes, pos: this.span(open) };
   }
 }

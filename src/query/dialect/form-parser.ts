@@ -15,6 +15,12 @@ import { ExpressionParser, PREC } from './expression-parser.ts';
 import { INTERVAL_UNITS } from './keywords.ts';
 import type { Token } from './tokens.ts';
 
+const TRIM_SIDES: Readonly<Record<string, string>> = {
+  LEADING: 'trimLeft',
+  TRAILING: 'trimRight',
+  BOTH: 'trim',
+};
+
 const UNITS_LIST = 'SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, QUARTER, YEAR';
 
 /**
@@ -28,6 +34,15 @@ export abstract class FormParser extends ExpressionParser {
     const open = this.next();
     this.enter(open);
     const afterOpen = this.tok;
+    const side = TRIM_SIDES[afterOpen.upper];
+    if (
+      nameTok.upper === 'TRIM' &&
+      side !== undefined &&
+      !this.isPunct(',', this.peek()) &&
+      !this.isPunct(')', this.peek())
+    ) {
+      return this.parseTrim(nameTok, open, side);
+    }
     let { args, distinct } = this.parseArgs(open);
     let params: Expr[] | null = null;
     if (this.isPunct('(')) {
@@ -52,6 +67,27 @@ export abstract class FormParser extends ExpressionParser {
     }
     this.leave();
     return { kind: 'call', name: nameTok.value, params, args, distinct, over, pos: this.span(nameTok) };
+  }
+
+  /** `trim(LEADING|TRAILING|BOTH chars FROM text)`: the call HogQL makes of it, `trimLeft(text, chars)` … */
+  private parseTrim(nameTok: Token, open: Token, name: string): Call {
+    this.next();
+    this.requireExpression(`after ${this.source(this.peek(-1))}`);
+    const chars = this.parseExpr();
+    this.expectKeyword('FROM', `after the characters of trim(${this.source(this.peek(-1))} …`);
+    this.requireExpression('after FROM');
+    const text = this.parseExpr();
+    this.expectClose(open);
+    this.leave();
+    return {
+      kind: 'call',
+      name,
+      params: null,
+      args: [text, chars],
+      distinct: false,
+      over: null,
+      pos: this.span(nameTok),
+    };
   }
 
   private parseArgs(open: Token): { args: Expr[]; distinct: boolean } {

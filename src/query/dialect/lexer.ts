@@ -58,8 +58,54 @@ export function tokenize(text: string): Token[] {
   return new Lexer(text).run();
 }
 
+/**
+ * What the lexer is inside of, beyond plain SQL: a HogQLX tag's header (`<a href={x}`), its children (text,
+ * `{expr}` and tags, up to `</a>`), an f-string's text, or an expression in braces inside one of those
+ * (`braces` counts the braces it opened itself, so its own closing `}` is told from theirs).
+ */
+type Frame =
+  | { readonly kind: 'tagHeader'; readonly closing: boolean }
+  | { readonly kind: 'children' }
+  | { readonly kind: 'template' }
+  | { kind: 'expr'; braces: number };
+
+/**
+ * Where a `<` followed by a letter opens a HogQLX tag rather than comparing: where an operand must start.
+ * After a name, a literal or a closing bracket it is "less than" (`a<b` compares, as in ClickHouse).
+ */
+const TAG_AFTER_WORDS = new Set(
+  'SELECT DISTINCT WHERE PREWHERE HAVING AND OR NOT THEN ELSE WHEN CASE FROM JOIN ON BY IN LIKE ILIKE BETWEEN RETURN'.split(
+    ' ',
+  ),
+);
+const TAG_AFTER_PUNCT = new Set([
+  '(',
+  ',',
+  '[',
+  '{',
+  '=',
+  '==',
+  '!=',
+  '<>',
+  '<',
+  '>',
+  '<=',
+  '>=',
+  '+',
+  '-',
+  '*',
+  '/',
+  '%',
+  '||',
+  '??',
+  '?',
+  ':',
+  '->',
+]);
+
 class Lexer {
   private i = 0;
+  private readonly frames: Frame[] = [];
   private line = 1;
   private lineStart = 0;
   /** Surrogate pairs on the current line before the scan point: columns count characters, not UTF-16 units. */
@@ -74,12 +120,159 @@ class Lexer {
   run(): Token[] {
     const n = this.text.length;
     for (;;) {
+      const frame = this.frames.at(-1);
+      if (frame?.kind === 'children') {
+        this.children();
+        continue;
+      }
+      if (frame?.kind === 'template') {
+        this.template();
+        continue;
+      }
       this.skipTrivia();
       if (this.i >= n) break;
-      this.tokens.push(this.token());
+      this.tokens.push(frame?.kind === 'tagHeader' ? this.tagHeaderToken(frame) : this.token());
     }
+    const open = this.frames.find((f) => f.kind !== 'expr');
+    if (open !== undefined)
+      this.fail(open.kind === 'template' ? 'unterminated f-string' : 'unterminated HogQLX tag');
     this.tokens.push(this.make('eof', '', this.here(), this.i));
     return this.tokens;
+  }
+
+  /** Whether a `<` here starts a tag: a letter follows, and an operand must start here. */
+  private tagStartsHere(): boolean {
+    if (!isIdentStart(this.text.charCodeAt(this.i + 1))) return false;
+    const prev = this.tokens[this.tokens.length - 1];
+    if (prev === undefined) return true;
+    if (prev.type === 'word') return TAG_AFTER_WORDS.has(prev.upper);
+    return prev.type === 'punct' && TAG_AFTER_PUNCT.has(prev.value);
+  }
+
+  private openTag(): Token {
+    const at = this.here();
+    this.i++;
+    this.frames.push({ kind: 'tagHeader', closing: false });
+    this.tokens.push(this.make('punct', '<', at, this.i));
+    return this.tagName();
+  }
+
+  /** A tag's name, which may have dashes (`<a-b>`), as HogQL's grammar allows. */
+  private tagName(): Token {
+    this.skipTrivia();
+    const text = this.text;
+    const at = this.here();
+    if (!isIdentStart(text.charCodeAt(this.i))) this.fail('expected the name of the tag', at);
+    let j = this.i + 1;
+    while (j < text.length && (isIdentPart(text.charCodeAt(j)) || text.charCodeAt(j) === 0x2d)) j++;
+    this.i = j;
+    return this.make('word', text.slice(at.offset, j), at, j);
+  }
+
+  /** Inside `<name …>`: attribute names, `=`, strings (either quote), `{`, and `>` or `/>` to end it. */
+  private tagHeaderToken(frame: Frame & { kind: 'tagHeader' }): Token {
+    const text = this.text;
+    const c = text.charCodeAt(this.i);
+    const at = this.here();
+    if (isIdentStart(c)) return this.tagName();
+    if (c === 0x27 || c === 0x22) return this.quoted(text[this.i]!, 'string');
+    if (c === 0x3d) {
+      this.i++;
+      return this.make('punct', '=', at, this.i);
+    }
+    if (c === 0x7b && !frame.closing) {
+      this.i++;
+      this.frames.push({ kind: 'expr', braces: 0 });
+      return this.make('punct', '{', at, this.i);
+    }
+    if (c === 0x2f && text.charCodeAt(this.i + 1) === 0x3e && !frame.closing) {
+      this.i += 2;
+      this.frames.pop();
+      return this.make('punct', '/>', at, this.i);
+    }
+    if (c === 0x3e) {
+      this.i++;
+      this.frames.pop();
+      if (frame.closing) this.frames.pop();
+      else this.frames.push({ kind: 'children' });
+      return this.make('punct', '>', at, this.i);
+    }
+    return this.fail(`unexpected '${text[this.i]}' in a HogQLX tag`, at);
+  }
+
+  /**
+   * Between a tag's `>` and its `</`: text up to a `<` or `{`. Text of only spaces and line breaks is
+   * layout, not content, and dropped when it holds a line break (as HogQL's parser drops it).
+   */
+  private children(): void {
+    const text = this.text;
+    const at = this.here();
+    let j = this.i;
+    while (j < text.length) {
+      const c = text.charCodeAt(j);
+      if (c === 0x3c || c === 0x7b) break;
+      if (c === 0x0a) this.newlineAt(j);
+      else if (isHighSurrogate(c)) this.astral++;
+      j++;
+    }
+    const chunk = text.slice(this.i, j);
+    this.i = j;
+    if (chunk !== '' && !(/^\s*$/.test(chunk) && chunk.includes('\n'))) {
+      this.tokens.push(this.make('text', chunk, at, j));
+    }
+    if (j >= text.length) this.fail('unterminated HogQLX tag: expected a closing tag');
+    const here = this.here();
+    this.i++;
+    if (text.charCodeAt(j) === 0x7b) {
+      this.frames.push({ kind: 'expr', braces: 0 });
+      this.tokens.push(this.make('punct', '{', here, this.i));
+    } else if (text.charCodeAt(j + 1) === 0x2f) {
+      this.i++;
+      this.frames.push({ kind: 'tagHeader', closing: true });
+      this.tokens.push(this.make('punct', '</', here, this.i));
+      this.tokens.push(this.tagName());
+    } else {
+      this.frames.push({ kind: 'tagHeader', closing: false });
+      this.tokens.push(this.make('punct', '<', here, this.i));
+      this.tokens.push(this.tagName());
+    }
+  }
+
+  /** `f'…'` after its `f'`: text with `\` escapes and `''`, up to `{` (an expression) or the closing `'`. */
+  private template(): void {
+    const text = this.text;
+    const at = this.here();
+    let out = '';
+    let j = this.i;
+    for (;;) {
+      if (j >= text.length) this.fail('unterminated f-string', at);
+      const c = text.charCodeAt(j);
+      if (c === 0x27 && text.charCodeAt(j + 1) === 0x27) {
+        out += "'";
+        j += 2;
+      } else if (c === 0x27 || c === 0x7b) {
+        break;
+      } else if (c === 0x5c && j + 1 < text.length) {
+        const e = text[j + 1]!;
+        out += e === '{' || e === '}' ? e : (SIMPLE_ESCAPES[e] ?? `\\${e}`);
+        j += 2;
+      } else {
+        if (c === 0x0a) this.newlineAt(j);
+        else if (isHighSurrogate(c)) this.astral++;
+        out += text[j];
+        j++;
+      }
+    }
+    if (out !== '') this.tokens.push(this.make('text', out, at, j));
+    const here = this.here(j);
+    this.i = j + 1;
+    if (text.charCodeAt(j) === 0x7b) {
+      this.frames.push({ kind: 'expr', braces: 0 });
+      this.tokens.push(this.make('punct', '{', here, this.i));
+    } else {
+      this.frames.pop();
+      this.tokens.push(this.make('punct', "'", here, this.i));
+    }
   }
 
   private here(offset = this.i): SourcePosition {
@@ -171,7 +364,23 @@ class Lexer {
   private token(): Token {
     const text = this.text;
     const c = text.charCodeAt(this.i);
+    if (c === 0x66 && text.charCodeAt(this.i + 1) === 0x27 && !isIdentPart(text.charCodeAt(this.i - 1))) {
+      const at = this.here();
+      this.i += 2;
+      this.frames.push({ kind: 'template' });
+      return this.make('punct', "f'", at, this.i);
+    }
     if (isIdentStart(c)) return this.word();
+    if (c === 0x3c && this.tagStartsHere()) return this.openTag();
+    const frame = this.frames.at(-1);
+    if (frame?.kind === 'expr' && (c === 0x7b || c === 0x7d)) {
+      // Braces inside an expression of a tag or an f-string: the one that closes it ends the expression.
+      const at = this.here();
+      this.i++;
+      if (c === 0x7b) frame.braces++;
+      else if (frame.braces-- === 0) this.frames.pop();
+      return this.make('punct', c === 0x7b ? '{' : '}', at, this.i);
+    }
     if (isDigit(c)) return this.number();
     if (
       c === 0x2e &&

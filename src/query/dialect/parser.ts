@@ -6,9 +6,8 @@
  *
  * What is refused, and where:
  * - Here, with a message at the offending word: `SETTINGS`, `FORMAT`, `INTO OUTFILE` (the run owns its limits
- *   and output; with no AST field for them no later stage can print them by mistake), plain `UNION` and
- *   `UNION DISTINCT` (write `UNION ALL`), `INTERSECT`/`EXCEPT`, `SAMPLE`, `GLOBAL`, `PASTE JOIN`,
- *   `DISTINCT ON`, `QUALIFY`, `WITH FILL`, `WITH TIES`, `COLLATE`, `WITH RECURSIVE`, ClickHouse's own
+ *   and output; with no AST field for them no later stage can print them by mistake), `GLOBAL`,
+ *   `PASTE JOIN`, `DISTINCT ON`, `QUALIFY`, `WITH FILL`, `COLLATE`, `WITH RECURSIVE`, ClickHouse's own
  *   `{name:Type}` parameters (placeholders are `{variables.name}`).
  * - By the resolver, from the AST: anything about names. Table functions (`file(…)`, `url(…)`, `numbers(…)`)
  *   arrive as `tableFunction` nodes and database-qualified tables (`system.tables`) as `table` nodes with
@@ -30,7 +29,9 @@ import type {
   LimitBy,
   NamedWindow,
   Query,
+  SampleClause,
   SelectQuery,
+  SetOperator,
   TableExpr,
   WithItem,
 } from './ast.ts';
@@ -120,6 +121,15 @@ class QueryParser extends FormParser {
   parseStatement(): Query {
     if (this.atEnd()) this.fail('the query is empty');
     const query = this.parseQuery();
+    for (const p of this.dateRangePlaceholders) {
+      const name = p.kind === 'placeholder' ? p.name : '';
+      throw new DialectSyntaxError(
+        `{${name}} must stand directly in a comparison (timestamp >= {${name}}): with no date range set, that comparison is true`,
+        p.pos
+          ? { offset: p.pos.start, line: p.pos.line, column: p.pos.column }
+          : { offset: 0, line: 1, column: 1 },
+      );
+    }
     this.refuseTail();
     if (this.acceptPunct(';')) {
       if (!this.atEnd()) this.fail(`only one statement is allowed; found ${this.describe()} after ';'`);
@@ -132,28 +142,33 @@ class QueryParser extends FormParser {
   protected parseQuery(): Query {
     const first = this.tok;
     this.enter(first);
-    const head = this.parseUnionMember();
-    if (!this.isKeyword('UNION')) {
-      this.refuseSetOperations();
-      this.leave();
-      return head;
-    }
-    const queries = [head];
-    while (this.isKeyword('UNION')) {
-      const union = this.next();
-      if (this.isKeyword('DISTINCT')) {
-        this.fail(
-          'UNION DISTINCT is not supported; write UNION ALL (and SELECT DISTINCT from it for distinct rows)',
-        );
-      }
-      if (!this.acceptKeyword('ALL')) {
-        this.fail('write UNION ALL: plain UNION means UNION DISTINCT, which is not supported', union);
-      }
+    const queries = [this.parseUnionMember()];
+    const operators: SetOperator[] = [];
+    for (let op = this.parseSetOperator(); op !== null; op = this.parseSetOperator()) {
+      operators.push(op);
       queries.push(this.parseUnionMember());
     }
-    this.refuseSetOperations();
     this.leave();
-    return { kind: 'unionAll', queries, pos: this.span(first) };
+    if (operators.length === 0) return queries[0]!;
+    const pos = this.span(first);
+    if (operators.every((op) => op === 'UNION ALL')) return { kind: 'unionAll', queries, pos };
+    return { kind: 'setOperation', queries, operators, pos };
+  }
+
+  /** `UNION ALL`, `UNION [DISTINCT]`, `INTERSECT [DISTINCT]`, `EXCEPT`, as HogQL's grammar has them. */
+  private parseSetOperator(): SetOperator | null {
+    if (this.acceptKeyword('UNION')) {
+      if (this.acceptKeyword('ALL')) return 'UNION ALL';
+      this.acceptKeyword('DISTINCT');
+      return 'UNION DISTINCT';
+    }
+    if (this.acceptKeyword('INTERSECT'))
+      return this.acceptKeyword('DISTINCT') ? 'INTERSECT DISTINCT' : 'INTERSECT';
+    if (this.acceptKeyword('EXCEPT')) {
+      if (this.isKeyword('DISTINCT')) this.fail('EXCEPT takes no DISTINCT: write EXCEPT');
+      return 'EXCEPT';
+    }
+    return null;
   }
 
   private parseUnionMember(): Query {
@@ -165,12 +180,6 @@ class QueryParser extends FormParser {
     }
     if (this.isKeyword('SELECT') || this.isKeyword('WITH')) return this.parseSelect();
     return this.fail(`expected SELECT, found ${this.describe()}`);
-  }
-
-  private refuseSetOperations(): void {
-    if (this.isKeyword('INTERSECT') || this.isKeyword('EXCEPT')) {
-      this.fail(`${this.tok.upper} is not supported; only UNION ALL joins queries`);
-    }
   }
 
   /** What may never reach ClickHouse from a caller, wherever it stands after a SELECT. */
@@ -344,7 +353,7 @@ class QueryParser extends FormParser {
         });
       } else if (
         this.isKeyword('ARRAY') ||
-        (this.isKeyword('LEFT') && this.isKeyword('ARRAY', this.peek()))
+        ((this.isKeyword('LEFT') || this.isKeyword('INNER')) && this.isKeyword('ARRAY', this.peek()))
       ) {
         joins.push(this.parseArrayJoin());
       } else if (t.type === 'word' && JOIN_WORDS.has(t.upper)) {
@@ -358,6 +367,12 @@ class QueryParser extends FormParser {
 
   private parseTableExpr(context: string): TableExpr {
     const first = this.tok;
+    if (this.isPunct('(') && this.isPunct('<', this.peek())) {
+      const open = this.next();
+      const table = this.parseTagTable();
+      this.expectClose(open);
+      return table.alias === null ? { ...table, alias: this.parseAlias(), pos: this.span(first) } : table;
+    }
     if (this.isPunct('(')) {
       if (!this.queryStartsAt(1))
         this.fail(`expected a subquery after '(' in FROM, found ${this.describe(this.peek())}`, this.peek());
@@ -368,7 +383,10 @@ class QueryParser extends FormParser {
       return { kind: 'tableSubquery', query, alias, pos: this.span(first) };
     }
     if (this.isPunct('{')) this.fail('a table cannot be a placeholder: variables stand for values');
-    if (!this.isName() || (first.type === 'word' && NOT_AN_ALIAS.has(first.upper))) {
+    if (this.isPunct('<')) return this.parseTagTable();
+    // Where a table's name stands, `final` is a name (a CTE may be called so), not the FINAL modifier.
+    const reserved = first.type === 'word' && NOT_AN_ALIAS.has(first.upper) && first.upper !== 'FINAL';
+    if (!this.isName() || reserved) {
       this.fail(`expected a table ${context}, found ${this.describe()}`);
     }
     let name = this.next().value;
@@ -384,10 +402,53 @@ class QueryParser extends FormParser {
       if (this.isPunct('.')) this.fail('a table name has at most two parts: database.table');
     }
     let final = this.acceptKeyword('FINAL');
-    if (this.isKeyword('SAMPLE')) this.fail('SAMPLE is not supported');
     const alias = this.parseAlias();
     if (!final) final = this.acceptKeyword('FINAL');
-    return { kind: 'table', database, name, alias, final, pos: this.span(first) };
+    const sample = this.isKeyword('SAMPLE') ? this.parseSample() : null;
+    return { kind: 'table', database, name, alias, final, sample, pos: this.span(first) };
+  }
+
+  /** `SAMPLE 0.1`, `SAMPLE 1/10 OFFSET 1/2`, `SAMPLE 10000`: ratios of number literals, as HogQL has them. */
+  private parseSample(): SampleClause {
+    const first = this.next();
+    const ratio = this.parseRatio('after SAMPLE');
+    const offset = this.acceptKeyword('OFFSET') ? this.parseRatio('after SAMPLE … OFFSET') : null;
+    return { kind: 'sample', ratio, offset, pos: this.span(first) };
+  }
+
+  private parseRatio(context: string): Expr {
+    const first = this.tok;
+    const number = (): Expr => {
+      const t = this.tok;
+      if (t.type !== 'number') this.fail(`expected a number ${context}, found ${this.describe()}`);
+      this.next();
+      return { kind: 'number', text: t.value, pos: this.span(t) };
+    };
+    const left = number();
+    if (!this.acceptPunct('/')) return left;
+    return { kind: 'binary', op: '/', left, right: number(), pos: this.span(first) };
+  }
+
+  /** `FROM <HogQLQuery query="SELECT …" />`: the tag's query, as HogQL expands it, a subquery. */
+  private parseTagTable(): TableExpr {
+    const first = this.tok;
+    const tag = this.parseTag();
+    if (tag.kind !== 'tag') return this.fail('expected a tag', first);
+    if (tag.name !== 'HogQLQuery') {
+      this.fail(`<${tag.name}> cannot be a table: only <HogQLQuery query="…" /> can stand in FROM`, first);
+    }
+    const attr = tag.attributes.find((a) => a.name === 'query');
+    const text = attr && !Array.isArray(attr.value) && attr.value.kind === 'string' ? attr.value.value : null;
+    if (text === null) this.fail('<HogQLQuery /> needs a query="SELECT …" attribute, a string', first);
+    let query: Query;
+    try {
+      query = parseDialect(text, { maxDepth: Math.max(1, this.maxDepth - this.depth) });
+    } catch (e) {
+      if (!(e instanceof DialectSyntaxError)) throw e;
+      return this.fail(`in the query of <HogQLQuery />: ${e.reason}`, first);
+    }
+    const alias = this.parseAlias();
+    return { kind: 'tableSubquery', query, alias, pos: this.span(first) };
   }
 
   private parseJoin(): Join {
@@ -441,7 +502,9 @@ class QueryParser extends FormParser {
   private parseArrayJoin(): ArrayJoin {
     const first = this.tok;
     const left = this.acceptKeyword('LEFT');
-    this.expectKeyword('ARRAY', 'after LEFT');
+    // `INNER ARRAY JOIN` is HogQL's name for the plain ARRAY JOIN.
+    if (!left) this.acceptKeyword('INNER');
+    this.expectKeyword('ARRAY', `after ${this.source(first)}`);
     this.expectKeyword('JOIN', 'after ARRAY');
     const items: ColumnExpr[] = [];
     do {
@@ -508,8 +571,9 @@ class QueryParser extends FormParser {
   /** `LIMIT n [OFFSET m]`, `LIMIT m, n`, either followed by `BY exprs` (then maybe a plain LIMIT after). */
   private parseLimits(query: SelectQuery): void {
     const first = this.next();
-    const { limit, offset } = this.parseLimitValues();
+    const { limit, offset, withTies } = this.parseLimitValues();
     if (this.acceptKeyword('BY')) {
+      if (withTies) this.fail('LIMIT … BY takes no WITH TIES', this.peek(-1));
       const by = this.parseExprList('after LIMIT … BY');
       const limitBy: LimitBy = { kind: 'limitBy', limit, offset, by, pos: this.span(first) };
       query.limitBy = limitBy;
@@ -518,19 +582,29 @@ class QueryParser extends FormParser {
       if (this.isKeyword('BY')) this.fail('only one LIMIT … BY clause is allowed');
       query.limit = plain.limit;
       query.offset = plain.offset;
+      query.limitWithTies = plain.withTies;
       return;
     }
     query.limit = limit;
     query.offset = offset;
+    query.limitWithTies = withTies;
   }
 
-  private parseLimitValues(): { limit: Expr; offset: Expr | null } {
+  /** `n`, `m, n`, `n OFFSET m`, each maybe `WITH TIES` (HogQL also takes `n WITH TIES OFFSET m`). */
+  private parseLimitValues(): { limit: Expr; offset: Expr | null; withTies: boolean } {
     const a = this.parseClauseExpr('LIMIT');
-    let result: { limit: Expr; offset: Expr | null } = { limit: a, offset: null };
-    if (this.acceptPunct(',')) result = { limit: this.parseClauseExpr("LIMIT … ','"), offset: a };
+    let withTies = this.acceptWithTies();
+    let result = { limit: a, offset: null as Expr | null };
+    if (!withTies && this.acceptPunct(','))
+      result = { limit: this.parseClauseExpr("LIMIT … ','"), offset: a };
     else if (this.acceptKeyword('OFFSET')) result = { limit: a, offset: this.parseClauseExpr('OFFSET') };
-    if (this.isKeyword('WITH') && this.isKeyword('TIES', this.peek()))
-      this.fail('WITH TIES is not supported');
-    return result;
+    if (!withTies) withTies = this.acceptWithTies();
+    return { ...result, withTies };
+  }
+
+  private acceptWithTies(): boolean {
+    if (!this.isKeyword('WITH') || !this.isKeyword('TIES', this.peek())) return false;
+    this.index += 2;
+    return true;
   }
 }

@@ -13,8 +13,10 @@ import type {
   JoinClause,
   OrderItem,
   Query,
+  SampleClause,
   SelectQuery,
   TableExpr,
+  Tag,
   TypeArg,
   TypeExpr,
   WindowSpec,
@@ -184,9 +186,9 @@ class Printer {
 
   query(q: Query): string {
     if (q.kind === 'select') return this.select(q);
-    return q.queries
-      .map((m) => (m.kind === 'unionAll' ? `(${this.query(m)})` : this.select(m)))
-      .join(' UNION ALL ');
+    const members = q.queries.map((m) => (m.kind === 'select' ? this.select(m) : `(${this.query(m)})`));
+    if (q.kind === 'unionAll') return members.join(' UNION ALL ');
+    return members.map((m, i) => (i === 0 ? m : `${q.operators[i - 1]!} ${m}`)).join(' ');
   }
 
   private select(s: SelectQuery): string {
@@ -219,7 +221,7 @@ class Printer {
     if (s.orderBy) parts.push(`ORDER BY ${this.orderItems(s.orderBy)}`);
     if (s.limitBy)
       parts.push(`${this.limit(s.limitBy.limit, s.limitBy.offset)} BY ${this.list(s.limitBy.by)}`);
-    if (s.limit) parts.push(this.limit(s.limit, s.offset));
+    if (s.limit) parts.push(this.limit(s.limit, s.offset) + (s.limitWithTies ? ' WITH TIES' : ''));
     else if (s.offset) parts.push(`OFFSET ${this.expr(s.offset, 0)}`);
     return parts.join(' ');
   }
@@ -244,12 +246,17 @@ class Printer {
     const alias = t.alias === null ? '' : ` AS ${quoteName(t.alias)}`;
     switch (t.kind) {
       case 'table':
-        return `${t.database === null ? '' : `${quoteName(t.database)}.`}${quoteName(t.name)}${alias}${t.final ? ' FINAL' : ''}`;
+        return `${t.database === null ? '' : `${quoteName(t.database)}.`}${quoteName(t.name)}${alias}${t.final ? ' FINAL' : ''}${t.sample ? ` ${this.sample(t.sample)}` : ''}`;
       case 'tableFunction':
         return `${quoteName(t.name)}(${this.list(t.args)})${alias}`;
       case 'tableSubquery':
         return `(${this.query(t.query)})${alias}`;
     }
+  }
+
+  private sample(s: SampleClause): string {
+    const ratio = (e: Expr): string => this.expr(e, 0).replace(/ \/ /, '/');
+    return `SAMPLE ${ratio(s.ratio)}${s.offset ? ` OFFSET ${ratio(s.offset)}` : ''}`;
   }
 
   private join(j: JoinClause): string {
@@ -420,10 +427,34 @@ class Printer {
         return `CAST(${this.expr(e.expr, 0)} AS ${this.type(e.type)})`;
       case 'subquery':
         return `(${this.query(e.query)})`;
+      case 'tag':
+        return this.tag(e);
+      case 'dict':
+        return `{${e.entries.map((x) => `${this.expr(x.key, 0)}: ${this.expr(x.value, 0)}`).join(', ')}}`;
       case 'alias':
         // In parentheses wherever it stands: `(a + 1 AS b) * 2`, `(sumMap(k, v) AS m).1`.
         return `(${this.expr(e.expr, 0)} AS ${quoteName(e.alias)})`;
     }
+  }
+
+  /** A tag as HogQL prints one: every child but a tag in braces, so text reads back as the same string. */
+  private tag(t: Tag): string {
+    const child = (c: Expr): string => (c.kind === 'tag' ? this.tag(c) : `{${this.expr(c, 0)}}`);
+    let children = '';
+    const attributes: string[] = [];
+    for (const a of t.attributes) {
+      if (a.name === 'children')
+        children += (Array.isArray(a.value) ? a.value : [a.value]).map(child).join('');
+      else if (Array.isArray(a.value)) attributes.push(`${a.name}={[${this.list(a.value)}]}`);
+      else
+        attributes.push(
+          a.value.kind === 'string'
+            ? `${a.name}=${quoteString(a.value.value)}`
+            : `${a.name}={${this.expr(a.value, 0)}}`,
+        );
+    }
+    const head = `<${t.name}${attributes.map((a) => ` ${a}`).join('')}`;
+    return children === '' ? `${head} />` : `${head}>${children}</${t.name}>`;
   }
 
   /**

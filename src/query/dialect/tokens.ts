@@ -6,10 +6,12 @@ import type { SourcePosition } from './errors.ts';
  * - `quoted`: a backtick- or double-quoted identifier; never a keyword.
  * - `string`: a single-quoted string literal.
  * - `number`: a numeric literal as written (`42`, `1.5e-3`, `0x1F`, `1_000`); `inf` and `nan` are words.
- * - `punct`: an operator or punctuation mark (`(`, `::`, `->`, `<=`, …).
+ * - `punct`: an operator or punctuation mark (`(`, `::`, `->`, `<=`, …); also what marks HogQLX tags
+ *   (`<` `/>` `>` and `</`) and f-strings (`f'` and its closing `'`).
+ * - `text`: the text between HogQLX tags, or between the expressions of an f-string, decoded.
  * - `eof`: the end of the text; always the last token.
  */
-export type TokenType = 'word' | 'quoted' | 'string' | 'number' | 'punct' | 'eof';
+export type TokenType = 'word' | 'quoted' | 'string' | 'number' | 'punct' | 'text' | 'eof';
 
 export interface Token extends SourcePosition {
   readonly type: TokenType;
@@ -63,4 +65,5 @@ export const PUNCTUATION = [
   '~',
 ] as const;
 
-export type Punct = (typeof PUNCTUATION)[number];
+/** A punct token's value: the table above, and the marks of tags and f-strings, which only the lexer's modes make. */
+export type Punct = (typeof PUNCTUATION)[number] | "f'" | "'" | '/>' | '</';

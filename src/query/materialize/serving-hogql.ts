@@ -41,6 +41,7 @@ export function servingHogql(
       name: `${endpointName}_v${version}`,
       alias: null,
       final: false,
+      sample: null,
     },
     joins: [],
   };

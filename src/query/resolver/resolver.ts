@@ -20,6 +20,7 @@
 import {
   numberValue,
   printDialectExpr,
+  selectQuery,
   type ArrayJoin,
   type ColumnExpr,
   type Expr,
@@ -28,6 +29,7 @@ import {
   type Join,
   type OrderItem,
   type Query,
+  type SampleClause,
   type SelectQuery,
   type Span,
   type TableExpr,
@@ -37,6 +39,7 @@ import {
 import { QueryResolveError, listed, shown } from './errors.ts';
 import { baseName, functionKind, REFUSED_HINTS } from './functions.ts';
 import { hogqlCall, hogqlOverload } from './hogql-functions.ts';
+import { hogqlxTuple } from './hogqlx.ts';
 import { inlineAliases } from './inline-aliases.ts';
 import { DERIVED_TABLES, TABLE_NAMES, tableSpec, type PropertyOwner, type TableSpec } from './schema.ts';
 import { Scope, type ColumnInfo, type LazyJoin, type Source } from './scope.ts';
@@ -121,6 +124,8 @@ class Resolver {
   #textArgs = false;
   /** Set while resolving a JOIN's ON: its comparisons are left as written (nullSafe). */
   #inJoinOn = false;
+  /** The column alias whose expression is being resolved, in which its own name is the table's column. */
+  #defining: string | null = null;
 
   constructor(database: string, properties: PropertyTypeLookup | undefined) {
     this.#database = database;
@@ -143,13 +148,19 @@ class Resolver {
     }
     const scope = new Scope(parent);
     this.#selects.set(scope, s);
-    const withItems = s.with.map((w) => this.withItem(w, scope));
+    // A WITH query is there for FROM to read; a WITH expression stands for its expression where its name is
+    // used, so its names are those of the FROM (`WITH event AS boo SELECT boo FROM events`).
+    const withItems = s.with.map((w) => (w.kind === 'withQuery' ? this.withItem(w, scope) : w));
+    for (const w of s.with) if (w.kind === 'withExpr') scope.values.add(w.name);
     for (const c of s.columns) if (c.kind === 'alias') scope.aliases.add(c.alias);
     for (const j of s.from?.joins ?? [])
       if (j.kind === 'arrayJoin') for (const i of j.items) if (i.kind === 'alias') scope.aliases.add(i.alias);
     for (const w of s.window) scope.windows.add(w.name);
 
     const from = s.from ? this.from(s.from, scope) : null;
+    withItems.forEach((w, i) => {
+      if (w.kind === 'withExpr') withItems[i] = this.withItem(w, scope);
+    });
     const outColumns: OutColumn[] = [];
     let columns = s.columns.map((c) => this.column(c, scope, outColumns, top));
     const prewhere = s.prewhere ? this.expr(s.prewhere, scope) : null;
@@ -250,8 +261,10 @@ class Resolver {
         }
         const name = t.alias ?? t.name;
         const cte = scope.cte(t.name);
+        const sample = t.sample && this.sampleFilter(t.sample, t.name);
         if (cte) {
-          rewritten = { ...t, final: false };
+          if (sample) throw sampleRefused(t.name, t.sample?.pos);
+          rewritten = { ...t, final: false, sample: null };
           source = derivedSource(
             name,
             `CTE ${shown(t.name)}`,
@@ -261,6 +274,7 @@ class Resolver {
         }
         const derived = DERIVED_TABLES.get(t.name);
         if (derived !== undefined) {
+          if (sample) throw sampleRefused(t.name, t.sample?.pos);
           const out = this.query(parsedOnce(derived), new Scope(null));
           rewritten = { kind: 'tableSubquery', query: out.query, alias: name, pos: t.pos };
           source = { ...derivedSource(name, `table ${t.name}`, out.columns) };
@@ -268,9 +282,10 @@ class Resolver {
         }
         const spec = tableSpec(t.name);
         if (!spec) throw unknownTable(t.name, t.pos);
+        const stored = storeTableQuery(spec, this.#database);
         rewritten = {
           kind: 'tableSubquery',
-          query: storeTableQuery(spec, this.#database),
+          query: sample ? sample(stored) : stored,
           alias: name,
           pos: t.pos,
         };
@@ -286,6 +301,52 @@ class Resolver {
     }
     scope.sources.push(source);
     return rewritten;
+  }
+
+  /**
+   * `SAMPLE`, as PostHog's events table samples (`SAMPLE BY cityHash64(distinct_id)`): the events of a share
+   * of the distinct ids, the same share for the same ratio and offset. `SAMPLE n` above 1 asks for about n
+   * rows: the share n / (the table's rows). `SAMPLE 1` reads everything, on any table. Null when nothing is
+   * left out; otherwise what wraps the table's query.
+   */
+  private sampleFilter(s: SampleClause, table: string): ((q: SelectQuery) => SelectQuery) | null {
+    const value = (e: Expr): number => {
+      const n = e.kind === 'binary' ? ratioPart(e.left) / ratioPart(e.right) : ratioPart(e);
+      if (!Number.isFinite(n) || n < 0)
+        throw new QueryResolveError('a SAMPLE ratio is a number, 0 or more', e.pos);
+      return n;
+    };
+    const ratio = value(s.ratio);
+    const offset = s.offset ? value(s.offset) : 0;
+    if (offset >= 1) throw new QueryResolveError('a SAMPLE offset is below 1', s.offset?.pos);
+    if (ratio >= 1 && offset === 0 && (ratio === 1 || s.ratio.kind === 'binary')) return null;
+    if (table !== 'events') throw sampleRefused(table, s.pos);
+    return (stored) => {
+      const from = (q: SelectQuery): FromClause => ({
+        kind: 'from',
+        table: { kind: 'tableSubquery', query: q, alias: null },
+        joins: [],
+      });
+      // The point of [0, 1) each distinct id falls on.
+      const point: Expr = {
+        kind: 'binary',
+        op: '/',
+        left: call('cityHash64', [{ kind: 'field', chain: ['distinct_id'] }]),
+        right: { kind: 'number', text: '18446744073709551616' },
+      };
+      const rows: Expr = {
+        kind: 'subquery',
+        query: selectQuery({ columns: [call('count', [])], from: from(stored) }),
+      };
+      const share: Expr = ratio > 1 ? { kind: 'binary', op: '/', left: num(ratio), right: rows } : num(ratio);
+      const end: Expr = offset === 0 ? share : { kind: 'binary', op: '+', left: num(offset), right: share };
+      const below: Expr = { kind: 'binary', op: '<', left: point, right: end };
+      const where: Expr =
+        offset === 0
+          ? below
+          : { kind: 'and', operands: [{ kind: 'binary', op: '>=', left: point, right: num(offset) }, below] };
+      return selectQuery({ columns: [{ kind: 'star', table: null }], from: from(stored), where });
+    };
   }
 
   private join(j: Join, scope: Scope): Join {
@@ -324,9 +385,15 @@ class Resolver {
 
   private column(c: ColumnExpr, scope: Scope, out: OutColumn[], top: boolean): ColumnExpr {
     if (c.kind === 'alias') {
-      const expr = this.expr(c.expr, scope);
-      out.push({ name: c.alias, info: this.infoOf(expr) });
-      return { ...c, expr };
+      const defining = this.#defining;
+      this.#defining = c.alias;
+      try {
+        const expr = this.expr(c.expr, scope);
+        out.push({ name: c.alias, info: this.infoOf(expr) });
+        return { ...c, expr };
+      } finally {
+        this.#defining = defining;
+      }
     }
     if (c.kind === 'star') {
       const sources = c.table === null ? scope.sources : [this.starSource(c.table, scope, c.pos)];
@@ -494,6 +561,9 @@ class Resolver {
         return { ...e, query: this.query(e.query, new Scope(scope)).query };
       case 'alias':
         return { ...e, expr: this.expr(e.expr, scope) };
+      case 'tag':
+      case 'dict':
+        return this.expr(hogqlxTuple(e), scope);
     }
   }
 
@@ -663,7 +733,10 @@ class Resolver {
     );
     if (owner) {
       const ref = this.columnRef(owner, [], head, rest, node, scope);
-      if (owner.name !== null) scope.unqualified.push({ source: owner.name, ref });
+      // A column alias of this SELECT is meant where its name stands alone (outside its own definition), as
+      // in HogQL and ClickHouse: it must not become a column of the table once joins qualify names.
+      const alias = rest.length === 0 && scope.aliases.has(head) && this.#defining !== head;
+      if (owner.name !== null && !alias) scope.unqualified.push({ source: owner.name, ref });
       return ref;
     }
     if (scope.isValue(head) || this.isInlineAlias(head, scope)) return node;
@@ -934,7 +1007,7 @@ function textOrEmpty(e: Expr): Expr {
  */
 function withSharedCtes(queries: readonly Query[]): Query[] {
   let first = queries[0]!;
-  while (first.kind === 'unionAll') first = first.queries[0]!;
+  while (first.kind !== 'select') first = first.queries[0]!;
   const shared = first.with;
   if (shared.length === 0) return [...queries];
   return queries.map((m, i) => {
@@ -1005,6 +1078,23 @@ function derivedSource(name: string | null, description: string, columns: readon
 function columnName(original: Expr, rewritten: Expr): string {
   if (original.kind === 'field' && rewritten.kind === 'field') return rewritten.chain.at(-1)!;
   return printDialectExpr(original);
+}
+
+function ratioPart(e: Expr): number {
+  if (e.kind !== 'number')
+    throw new QueryResolveError('a SAMPLE ratio is a number or a fraction of two', e.pos);
+  return Number(numberValue(e));
+}
+
+function num(n: number): Expr {
+  return { kind: 'number', text: String(n) };
+}
+
+function sampleRefused(table: string, pos: Span | undefined): QueryResolveError {
+  return new QueryResolveError(
+    `${shown(table)} cannot be sampled: SAMPLE reads a share of the distinct ids of events (SAMPLE 1 reads all of any table)`,
+    pos,
+  );
 }
 
 function unknownTable(name: string, pos: Span | undefined): QueryResolveError {

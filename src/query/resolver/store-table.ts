@@ -35,7 +35,7 @@ function buildStoreTableQuery(spec: TableSpec, database: string): SelectQuery {
     columns,
     from: {
       kind: 'from',
-      table: { kind: 'table', database, name: spec.storeTable, alias: null, final: spec.final },
+      table: { kind: 'table', database, name: spec.storeTable, alias: null, final: spec.final, sample: null },
       joins: [],
     },
     prewhere: {
