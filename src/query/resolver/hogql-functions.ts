@@ -10,6 +10,7 @@
  * - refused by name (HOGQL_REFUSED), with the reason.
  * test/unit/hogql-functions.test.ts holds every allowed name against chDB's `system.functions`.
  */
+import { languages } from 'countries-list';
 import type { Call, Expr, Span } from '../dialect/mod.ts';
 import { QueryResolveError, shown } from './errors.ts';
 import { functionKind } from './functions.ts';
@@ -129,7 +130,7 @@ export const HOGQL_REFUSED: Readonly<Record<string, string>> = {
       lookupPaidMediumType lookupOrganicSourceType lookupOrganicMediumType convertCurrency getSurveyResponse
       uniqueSurveySubmissionsFilter getTrafficType getTrafficCategory isLikelyBot getBotType getBotName
       getBotOperator __preview_getTrafficType __preview_getTrafficCategory __preview_isBot __preview_getBotType
-      __preview_getBotName __preview_getBotOperator languageCodeToName
+      __preview_getBotName __preview_getBotOperator
     `).map((n) => [n.toLowerCase(), POSTHOG_ONLY]),
   ),
   ...Object.fromEntries(
@@ -153,7 +154,6 @@ export const HOGQL_REFUSED: Readonly<Record<string, string>> = {
 const RENAMES: Readonly<Record<string, string>> = {
   toIntOrZero: 'toInt64OrZero',
   toFloatOrZero: 'toFloat64OrZero',
-  toFloatOrDefault: 'toFloat64OrDefault',
   parseDateTime: 'parseDateTimeOrNull',
   toModifiedJulianDay: 'toModifiedJulianDayOrNull',
   fromModifiedJulianDay: 'fromModifiedJulianDayOrNull',
@@ -222,7 +222,38 @@ const DATE_PARTS: Readonly<Record<string, string>> = {
 };
 
 /** HogQL's names that are a form of calls, as HogQL prints them, by the number of arguments they take. */
+/** Calls a form made that keep a name HogQL gives a meaning of its own, so they are not made again. */
+const MADE = new WeakSet<Expr>();
+const made = (e: Expr): Expr => (MADE.add(e), e);
+
+/** ISO 639-1 codes and their English names, for HogQL's languageCodeToName (PostHog's `transform` of a list). */
+const LANGUAGES = Object.entries(languages).map(([code, l]) => [code, l.name] as const);
+
 const FORMS: Readonly<Record<string, { readonly arity: readonly number[]; readonly form: Form }>> = {
+  languageCodeToName: {
+    arity: [1],
+    form: ([code]) =>
+      fn('transform', [
+        code!,
+        { kind: 'array', items: LANGUAGES.map(([c]) => str(c)) },
+        { kind: 'array', items: LANGUAGES.map(([, name]) => str(name)) },
+        str('Unknown'),
+      ]),
+  },
+  // As HogQL: a value that is not an IP address is '::', which no range holds (ClickHouse would fail the query).
+  isIPAddressInRange: {
+    arity: [2],
+    form: ([address, range]) => {
+      const text = fn('ifNull', [fn('toString', [address!]), str('')]);
+      const valid: Expr = { kind: 'or', operands: [fn('isIPv4String', [text]), fn('isIPv6String', [text])] };
+      return made(fn('isIPAddressInRange', [fn('if', [valid, text, str('::')]), range!]));
+    },
+  },
+  // ClickHouse wants the default as a Float64; HogQL takes any number (toFloatOrDefault(x, 0)).
+  toFloatOrDefault: {
+    arity: [1, 2],
+    form: ([x, d]) => fn('toFloat64OrDefault', d ? [x!, fn('toFloat64', [d])] : [x!]),
+  },
   // HogQL's table cell of a sparkline chart: a tagged tuple its front end draws.
   sparkline: {
     arity: [1, 2],
@@ -304,6 +335,7 @@ const CASE_INSENSITIVE_FORMS = new Set(['sortablesemver']);
  * arguments it cannot take.
  */
 export function hogqlCall(e: Call): Expr {
+  if (MADE.has(e)) return e;
   const refused = HOGQL_REFUSED[e.name.toLowerCase()];
   if (refused !== undefined)
     throw new QueryResolveError(`function ${shown(e.name)} is not allowed: ${refused}`, e.pos);
@@ -336,7 +368,10 @@ export function hogqlCall(e: Call): Expr {
   }
   const form = formOf(e)!;
   arity(e, form.arity);
-  return { ...form.form(e.args, e), pos: e.pos };
+  const out = form.form(e.args, e);
+  const placed = { ...out, pos: e.pos };
+  if (MADE.has(out)) MADE.add(placed);
+  return placed;
 }
 
 function formOf(e: Call): (typeof FORMS)[string] | undefined {

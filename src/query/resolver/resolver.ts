@@ -93,6 +93,7 @@ interface JsonRef {
 }
 
 const PLAIN: ColumnInfo = { json: false };
+const NULLABLE: ColumnInfo = { json: false, nullable: true };
 /** Aggregates whose first argument is a time: a DateTime, or an unsigned number of seconds. */
 const TIMED_AGGREGATES = new Set([
   'windowfunnel',
@@ -124,6 +125,8 @@ class Resolver {
   #textArgs = false;
   /** Set while resolving a JOIN's ON: its comparisons are left as written (nullSafe). */
   #inJoinOn = false;
+  /** Rewritten references to a column of a subquery or CTE that may be NULL. */
+  readonly #nullable = new WeakSet<Expr>();
   /** The column alias whose expression is being resolved, in which its own name is the table's column. */
   #defining: string | null = null;
 
@@ -436,7 +439,8 @@ class Resolver {
 
   private infoOf(expr: Expr): ColumnInfo {
     const ref = this.#json.get(expr);
-    return ref !== undefined && ref.keys.length === 0 ? { json: true, properties: ref.owner } : PLAIN;
+    if (ref !== undefined && ref.keys.length === 0) return { json: true, properties: ref.owner };
+    return this.mayBeNull(expr) ? NULLABLE : PLAIN;
   }
 
   // ------------------------------------------------------------------------------------ expressions
@@ -609,7 +613,7 @@ class Resolver {
 
   /** Whether an expression may be NULL as far as the resolver knows: a NULL literal, or a property read. */
   private mayBeNull(e: Expr): boolean {
-    if (e.kind === 'null') return true;
+    if (e.kind === 'null' || this.#nullable.has(e)) return true;
     const ref = this.#json.get(e);
     return ref !== undefined && ref.keys.length > 0;
   }
@@ -767,6 +771,7 @@ class Resolver {
       );
     }
     const field: Field = { kind: 'field', chain: [...qualifier, name], pos: node.pos };
+    if (info.nullable && rest.length === 0) this.#nullable.add(field);
     if (info.json) {
       const ref: JsonRef = { column: field, keys: rest.map(str), owner: info.properties };
       if (rest.length > 0) return this.extract(ref, node.pos);

@@ -14,6 +14,8 @@ export interface ColumnInfo {
   readonly json: boolean;
   /** Whose property definitions type its keys. */
   readonly properties?: PropertyOwner;
+  /** A column of a subquery or CTE that may be NULL (a NULL, a property): comparisons with it are null-safe. */
+  readonly nullable?: boolean;
 }
 
 /** A table of a FROM clause as a query sees it. */
