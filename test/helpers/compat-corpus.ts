@@ -1,13 +1,17 @@
 /**
  * The HogQL compatibility corpus (test/fixtures/dialect/compat/*.sql, format in its README.md): real
  * queries from PostHog's public material, each with its source and, mostly, the answer worked out by hand
- * on the dataset of compat-dataset.ts. Also how an answer is compared with the expected one.
+ * on the dataset of compat-dataset.ts. Also how an answer is compared with the expected one. The parity
+ * corpus (test/fixtures/dialect/parity) has the same format and is read by the same loader.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import type { TestWeir } from './weir.ts';
 import { queryApi } from './query-api.ts';
 
-const DIR = new URL('../fixtures/dialect/compat/', import.meta.url);
+/** The corpus of issue 26 (PostHog's docs, tutorials, tests, a community guide). */
+export const COMPAT_DIR = new URL('../fixtures/dialect/compat/', import.meta.url);
+/** The corpus of issue 42: more of PostHog's tests and the HogQL its own code runs, checked by its parser. */
+export const PARITY_DIR = new URL('../fixtures/dialect/parity/', import.meta.url);
 
 export interface CompatQuery {
   readonly file: string;
@@ -23,17 +27,23 @@ export interface CompatQuery {
   readonly ordered: boolean;
 }
 
-export function loadCompatCorpus(): CompatQuery[] {
-  const files = readdirSync(DIR)
+/** Every query of the corpus in `dir` (a directory URL ending in '/'; the compat corpus by default). */
+export function loadCompatCorpus(dir: URL = COMPAT_DIR): CompatQuery[] {
+  const files = readdirSync(dir)
     .filter((f) => f.endsWith('.sql'))
     .sort();
-  const out = files.flatMap((file) => parseFile(file, readFileSync(new URL(file, DIR), 'utf8')));
+  const out = files.flatMap((file) => parseFile(file, readFileSync(new URL(file, dir), 'utf8')));
   const seen = new Set<string>();
   for (const q of out) {
     if (seen.has(q.name)) throw new Error(`${q.file}:${q.line}: name "${q.name}" is used twice`);
     seen.add(q.name);
   }
   return out;
+}
+
+/** The parity corpus (test/fixtures/dialect/parity). */
+export function loadParityCorpus(): CompatQuery[] {
+  return loadCompatCorpus(PARITY_DIR);
 }
 
 function parseFile(file: string, content: string): CompatQuery[] {

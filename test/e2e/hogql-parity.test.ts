@@ -1,0 +1,198 @@
+/**
+ * HogQL parity (issue 42): the parity corpus (test/fixtures/dialect/parity) — PostHog's own tests and the
+ * HogQL its code runs, every query accepted by PostHog's parser — through the query API of a real Weir on
+ * the compat dataset. A query must give its hand-computed answer, or answer 200 when it has none; refused
+ * and wrong answers are allowed only for the queries listed below, each with the reason. The list is a
+ * ratchet: a listed query that now answers right fails until it is removed, so it only shrinks while Weir
+ * is taught these constructs.
+ */
+import t from 'tap';
+import { loadParityCorpus, runCompatQuery, type CompatOutcome } from '../helpers/compat-corpus.ts';
+import { loadCompatDataset } from '../helpers/compat-dataset.ts';
+import { startTestWeir } from '../helpers/weir.ts';
+
+/** Queries Weir does not answer right yet, each with its class: the refusal, or the wrong answer. */
+const NOT_YET: Readonly<Record<string, string>> = {
+  'printer-cross-join-raw-groups':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'printer-comma-join-raw-groups':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'sessions-v3-channel-type':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'sessions-v3-session-dot-channel-type':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'sessions-v3-empty-counts':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'sessions-v3-counts':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'sessions-v3-page-screen-autocapture-count-up-to':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'sessions-v3-last-external-click-url':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'sessions-batch-export-hostnames':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'sessions-batch-export-click-ids':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'sessions-batch-export-vitals-lcp':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'sessions-batch-export-team-id':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'sessions-query-metadata-lazy-join':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'persons-virtual-initial-channel-type':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'channel-type-person-initial-channel-type':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'path-cleaning-virtual-field':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'path-cleaning-null-pathname':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'path-cleaning-sql-editor':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'test-query-sortable-semver': 'wrong: sortableSemVer of a version that is not X.Y.Z',
+  'test-query-sortable-semver-output': 'wrong: sortableSemVer of a version that is not X.Y.Z',
+  'recording-button-function':
+    "refused: Function 'recordingButton' is not allowed: it is one of PostHog’s own functions, which reads PostHog’s data…",
+  'test-query-null-equality-subquery-53':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-subquery-54':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-subquery-57':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-subquery-58':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-subquery-59':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-subquery-62':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-subquery-63':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-subquery-64':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-subquery-67':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-subquery-68':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-subquery-69':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-subquery-72':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-direct-4':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-direct-5':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-direct-6':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-direct-7':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-direct-8':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'test-query-null-equality-direct-9':
+    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
+  'parser-sample-ratio-offset': 'refused: A SAMPLE offset is below 1',
+  'parser-sample-float-offset': 'refused: A SAMPLE offset is below 1',
+  'parser-window-person-id-named':
+    'refused: ClickHouse: Window function min(timestamp) OVER win1 AS timestamp is found in WINDOW in query (ILLEGAL_AGGR…',
+  'parser-hogqlx-actors-query-source':
+    'refused: Syntax error: <ActorsQuery> cannot be a table: only <HogQLQuery query="…" /> can stand in FROM',
+  'parser-join-using-constant': "refused: Syntax error: expected a column after USING, found '1'",
+  'parser-nullish-tuple-index':
+    "refused: Syntax error: expected ':' to go with '?' at line 1, column 40, found 'from'",
+  'parser-placeholder-expression':
+    "refused: Syntax error: expected a placeholder like {variables.name}, found '1'",
+  'printer-limit-subquery-with-ties':
+    'refused: ClickHouse: Can not use WITH TIES without ORDER BY (WITH_TIES_WITHOUT_ORDER_BY)',
+  'printer-limit-with-ties-offset':
+    'refused: ClickHouse: Can not use WITH TIES without ORDER BY (WITH_TIES_WITHOUT_ORDER_BY)',
+  'printer-sample-ratio-offset': 'refused: A SAMPLE offset is below 1',
+  'printer-sample-join-persons': 'refused: A SAMPLE offset is below 1',
+  'printer-sample-join-persons-sample': 'refused: A SAMPLE offset is below 1',
+  'printer-window-min-named':
+    'refused: ClickHouse: Window function min(timestamp) OVER win1 AS timestamp is found in WINDOW in query (ILLEGAL_AGGR…',
+  'printer-lag-order-by':
+    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
+  'printer-lead-order-by':
+    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
+  'printer-lag-rows-between':
+    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
+  'printer-lead-rows-between':
+    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
+  'printer-lag-named-window':
+    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
+  'printer-lag-and-min-named-window':
+    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
+  'printer-lag-partition-by':
+    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
+  'printer-lag-event-partition-by':
+    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
+  'printer-hidden-alias-timestamp':
+    'wrong: * over a subquery that repeats a column gives it twice (PostHog names only the last)',
+  'printer-hidden-alias-double-property':
+    'wrong: * over a subquery that repeats a column gives it twice (PostHog names only the last)',
+  'printer-lookup-domain-type':
+    "refused: Unknown function 'hogql_lookupDomainType' (or one a query may not call)",
+  'printer-lookup-paid-source-type':
+    "refused: Unknown function 'hogql_lookupPaidSourceType' (or one a query may not call)",
+  'resolver-column-alias-chain':
+    'refused: ClickHouse: Duplicate aliases e for table expressions in FROM section are not allowed.',
+  'resolver-recording-button-function':
+    "refused: Function 'recordingButton' is not allowed: it is one of PostHog’s own functions, which reads PostHog’s data…",
+  'resolver-explain-csp-report-function':
+    "refused: Function 'explainCSPReport' is not allowed: it is one of PostHog’s own functions, which reads PostHog’s dat…",
+  'sessions-v3-events-session-id-trailing-comma':
+    "refused: Syntax error: expected a column after ',', found 'from' (remove the trailing ',')",
+  'sessions-batch-export-select': "refused: Unknown column 'max_inserted_at'",
+  'persons-virtual-event-person-channel-type':
+    "refused: The person of the distinct id has no column '$virt_initial_channel_type'",
+  'persons-virtual-event-poe-channel-type':
+    'refused: There is no poe.$virt_initial_channel_type: the person on an event (poe) has properties and id',
+  'persons-virtual-event-pdi-channel-type':
+    "refused: The person of the distinct id has no column '$virt_initial_channel_type'",
+};
+
+const corpus = loadParityCorpus();
+const w = await startTestWeir();
+t.teardown(() => w.close());
+await loadCompatDataset(w);
+
+// Sent a few at a time up front, as hogql-compat does, then asserted one subtest each.
+const outcomes: CompatOutcome[] = new Array<CompatOutcome>(corpus.length);
+let next = 0;
+await Promise.all(
+  Array.from({ length: 4 }, async () => {
+    while (next < corpus.length) {
+      const i = next++;
+      outcomes[i] = await runCompatQuery(w, corpus[i]!);
+    }
+  }),
+);
+
+t.test('the corpus is real, mostly checked, and the list names its queries', (t) => {
+  t.ok(corpus.length >= 300, `${corpus.length} queries`);
+  t.ok(corpus.filter((q) => q.expect).length >= 200, 'most have a hand-computed answer');
+  for (const q of corpus) t.match(q.source, /^https:\/\//, `${q.name} says where it comes from`);
+  const names = new Set(corpus.map((q) => q.name));
+  for (const name of Object.keys(NOT_YET)) t.ok(names.has(name), `${name} is a query of the corpus`);
+  t.end();
+});
+
+corpus.forEach((q, i) => {
+  t.test(`${q.name} (${q.file}:${q.line})`, (t) => {
+    const o = outcomes[i]!;
+    const listed = NOT_YET[q.name];
+    if (o.kind === 'right' || o.kind === 'answered') {
+      if (listed)
+        t.fail(
+          `${o.kind === 'right' ? 'answers right' : 'answers 200'} now: remove it from the list (${listed})`,
+        );
+      else t.pass(o.kind === 'right' ? 'the hand-computed answer' : 'answers 200');
+    } else if (listed) {
+      t.pass(`not yet (${listed})`);
+    } else if (o.kind === 'refused') {
+      t.fail(`refused ${o.status}: ${o.message}`, { source: q.source });
+    } else {
+      t.same(o.results, q.expect, `the hand-computed answer (${q.source})`);
+    }
+    t.end();
+  });
+});
