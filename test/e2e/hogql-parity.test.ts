@@ -29,6 +29,8 @@ const NOT_YET: Readonly<Record<string, string>> = {
     'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
   'sessions-v3-last-external-click-url':
     'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'sessions-v3-events-session-id-trailing-comma':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
   'sessions-batch-export-hostnames':
     'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
   'sessions-batch-export-click-ids':
@@ -40,6 +42,12 @@ const NOT_YET: Readonly<Record<string, string>> = {
   'sessions-query-metadata-lazy-join':
     'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
   'persons-virtual-initial-channel-type':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'persons-virtual-event-person-channel-type':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'persons-virtual-event-poe-channel-type':
+    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
+  'persons-virtual-event-pdi-channel-type':
     'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
   'channel-type-person-initial-channel-type':
     'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
@@ -53,46 +61,6 @@ const NOT_YET: Readonly<Record<string, string>> = {
   'test-query-sortable-semver-output': 'wrong: sortableSemVer of a version that is not X.Y.Z',
   'recording-button-function':
     "refused: Function 'recordingButton' is not allowed: it is one of PostHog’s own functions, which reads PostHog’s data…",
-  'test-query-null-equality-subquery-53':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-subquery-54':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-subquery-57':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-subquery-58':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-subquery-59':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-subquery-62':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-subquery-63':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-subquery-64':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-subquery-67':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-subquery-68':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-subquery-69':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-subquery-72':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-direct-4':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-direct-5':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-direct-6':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-direct-7':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-direct-8':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'test-query-null-equality-direct-9':
-    "wrong: a comparison with a NULL subquery column, or a regex with a NULL side, is NULL (HogQL's is 0/1)",
-  'parser-sample-ratio-offset': 'refused: A SAMPLE offset is below 1',
-  'parser-sample-float-offset': 'refused: A SAMPLE offset is below 1',
-  'parser-window-person-id-named':
-    'refused: ClickHouse: Window function min(timestamp) OVER win1 AS timestamp is found in WINDOW in query (ILLEGAL_AGGR…',
   'parser-hogqlx-actors-query-source':
     'refused: Syntax error: <ActorsQuery> cannot be a table: only <HogQLQuery query="…" /> can stand in FROM',
   'parser-join-using-constant': "refused: Syntax error: expected a column after USING, found '1'",
@@ -104,27 +72,6 @@ const NOT_YET: Readonly<Record<string, string>> = {
     'refused: ClickHouse: Can not use WITH TIES without ORDER BY (WITH_TIES_WITHOUT_ORDER_BY)',
   'printer-limit-with-ties-offset':
     'refused: ClickHouse: Can not use WITH TIES without ORDER BY (WITH_TIES_WITHOUT_ORDER_BY)',
-  'printer-sample-ratio-offset': 'refused: A SAMPLE offset is below 1',
-  'printer-sample-join-persons': 'refused: A SAMPLE offset is below 1',
-  'printer-sample-join-persons-sample': 'refused: A SAMPLE offset is below 1',
-  'printer-window-min-named':
-    'refused: ClickHouse: Window function min(timestamp) OVER win1 AS timestamp is found in WINDOW in query (ILLEGAL_AGGR…',
-  'printer-lag-order-by':
-    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
-  'printer-lead-order-by':
-    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
-  'printer-lag-rows-between':
-    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
-  'printer-lead-rows-between':
-    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
-  'printer-lag-named-window':
-    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
-  'printer-lag-and-min-named-window':
-    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
-  'printer-lag-partition-by':
-    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
-  'printer-lag-event-partition-by':
-    "wrong: lag/lead past the frame give the type's default, not NULL (HogQL: toNullable, whole-partition frame)",
   'printer-hidden-alias-timestamp':
     'wrong: * over a subquery that repeats a column gives it twice (PostHog names only the last)',
   'printer-hidden-alias-double-property':
@@ -137,17 +84,7 @@ const NOT_YET: Readonly<Record<string, string>> = {
     'refused: ClickHouse: Duplicate aliases e for table expressions in FROM section are not allowed.',
   'resolver-recording-button-function':
     "refused: Function 'recordingButton' is not allowed: it is one of PostHog’s own functions, which reads PostHog’s data…",
-  'resolver-explain-csp-report-function':
-    "refused: Function 'explainCSPReport' is not allowed: it is one of PostHog’s own functions, which reads PostHog’s dat…",
-  'sessions-v3-events-session-id-trailing-comma':
-    "refused: Syntax error: expected a column after ',', found 'from' (remove the trailing ',')",
   'sessions-batch-export-select': "refused: Unknown column 'max_inserted_at'",
-  'persons-virtual-event-person-channel-type':
-    "refused: The person of the distinct id has no column '$virt_initial_channel_type'",
-  'persons-virtual-event-poe-channel-type':
-    'refused: There is no poe.$virt_initial_channel_type: the person on an event (poe) has properties and id',
-  'persons-virtual-event-pdi-channel-type':
-    "refused: The person of the distinct id has no column '$virt_initial_channel_type'",
 };
 
 const corpus = loadParityCorpus();

@@ -156,9 +156,9 @@ t.test("HogQL's function names run with HogQL's meaning", async (t) => {
     await rows("SELECT toDate(timestamp), toFloat(properties.price) FROM events WHERE event = 'Purchase'"),
     [['2026-03-03', 12.5]],
   );
-  // lag is lagInFrame, as in HogQL: the default of the type before the first row.
+  // lag is lagInFrame of a Nullable over the whole partition, as HogQL prints it: NULL before the first row.
   t.same(await rows('SELECT event, lag(event) OVER (ORDER BY timestamp) FROM events ORDER BY timestamp'), [
-    ['$pageview', ''],
+    ['$pageview', null],
     ['$pageview', '$pageview'],
     ['signed up', '$pageview'],
     ['Purchase', 'signed up'],

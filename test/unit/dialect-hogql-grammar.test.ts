@@ -90,7 +90,8 @@ t.test('SAMPLE: a share of the distinct ids of events, SAMPLE 1 anywhere reads a
   t.match(sql('SELECT count() FROM events SAMPLE 1/2 OFFSET 1/2'), />= 0\.5 AND .* < 0\.5 \+ 0\.5/);
   t.match(sql('SELECT count() FROM events SAMPLE 1000'), /< 1000 \/ \(SELECT count\(\) FROM/);
   t.notMatch(sql('SELECT count() FROM persons SAMPLE 1'), /cityHash64/);
-  t.match(refusal('SELECT count() FROM persons SAMPLE 0.1'), /'persons' cannot be sampled/);
+  t.match(sql('SELECT count() FROM persons SAMPLE 0.1'), /cityHash64\(id\)/, 'persons sample by their id');
+  t.match(refusal('SELECT count() FROM sessions SAMPLE 0.1'), /'sessions' cannot be sampled/);
   t.equal(syntaxError('SELECT 1 FROM events SAMPLE x'), "expected a number after SAMPLE, found 'x' @1:29");
   t.end();
 });

@@ -72,9 +72,6 @@ const WEIR_REFUSES_BY_DESIGN: Readonly<Record<string, string>> = {
 const NOT_YET: Readonly<Record<string, string>> = {
   'parity:parser-hogqlx-actors-query-source': '<ActorsQuery … /> as a FROM source',
   'parity:parser-nullish-tuple-index': "a?.1 (a nullish tuple index) reads as the start of 'a ? b : c'",
-  'parity:sessions-v3-events-session-id-trailing-comma':
-    'a trailing comma after the last column (PostHog writes one in a test)',
-  'malformed:SELECT a, FROM events': 'a trailing comma after the last column',
 };
 
 interface Case {

@@ -7,9 +7,8 @@
  * Normalised by the parser, so that equal queries make equal trees: `==` is `=`, `<>` is `!=`, `MOD` is `%`,
  * `x::T` is a `cast` like `CAST(x AS T)`, `LEFT OUTER JOIN` is a `left` join, `FROM a, b` is a `cross` join,
  * `LIMIT m, n` is `LIMIT n OFFSET m`, `INTERVAL '7 day'` is `INTERVAL 7 DAY`, parentheses leave no node.
- * HogQL's operators become the calls HogQL makes of them: `a ?? b` is `ifNull(a, b)`, `a =~ b` (and `a ~ b`)
- * is `match(a, b)`, `a !~ b` is `NOT match(a, b)`, `a =~* b` (and `a ~* b`) is `match(a, concat('(?i)', b))`,
- * `a !~* b` is `NOT match(a, concat('(?i)', b))`.
+ * HogQL's `a ?? b` is `ifNull(a, b)`; its regex operators are binary nodes (`~` is `=~`, `~*` is `=~*`), which
+ * the resolver makes the `match()` calls HogQL prints, NULL-safe as a comparison is.
  */
 
 /** Where a parsed node is: offsets [start, end) in UTF-16 units, and the 1-based line and column of its start. */
@@ -383,7 +382,9 @@ export interface TupleAccess extends Node {
 export type ArithmeticOp = '+' | '-' | '*' | '/' | '%' | 'div';
 export type ComparisonOp = '=' | '!=' | '<' | '<=' | '>' | '>=';
 export type MatchOp = 'like' | 'notLike' | 'ilike' | 'notILike' | 'in' | 'notIn';
-export type BinaryOp = ArithmeticOp | ComparisonOp | MatchOp;
+/** HogQL's `=~` (and `~`), `!~`, `=~*` (and `~*`), `!~*`: ClickHouse's match(), with the NULLs of a comparison. */
+export type RegexOp = 'regex' | 'notRegex' | 'iRegex' | 'notIRegex';
+export type BinaryOp = ArithmeticOp | ComparisonOp | MatchOp | RegexOp;
 
 /** Arithmetic, comparisons, `[NOT] [I]LIKE`, `[NOT] IN` (the right side a tuple, subquery, array, …). */
 export interface Binary extends Node {

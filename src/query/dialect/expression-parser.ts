@@ -26,12 +26,8 @@ export const PREC = {
   Atom: 20,
 } as const;
 
-/** HogQL's regex operators, as the call each makes. */
-type RegexOp = 'match' | 'notMatch' | 'imatch' | 'notIMatch';
-
 type Infix =
   | { kind: 'and' | 'or' | 'concat' | 'isNull' | 'nullish'; prec: number }
-  | { kind: 'regex'; prec: number; op: RegexOp }
   | { kind: 'between'; prec: number; not: boolean; width: number }
   | { kind: 'binary'; prec: number; op: BinaryOp; width: number };
 
@@ -46,12 +42,12 @@ const PUNCT_INFIX: Readonly<Record<string, Infix>> = {
   '>=': { kind: 'binary', prec: PREC.Compare, op: '>=', width: 1 },
   '||': { kind: 'concat', prec: PREC.Concat },
   '??': { kind: 'nullish', prec: PREC.Nullish },
-  '=~': { kind: 'regex', prec: PREC.Compare, op: 'match' },
-  '~': { kind: 'regex', prec: PREC.Compare, op: 'match' },
-  '!~': { kind: 'regex', prec: PREC.Compare, op: 'notMatch' },
-  '=~*': { kind: 'regex', prec: PREC.Compare, op: 'imatch' },
-  '~*': { kind: 'regex', prec: PREC.Compare, op: 'imatch' },
-  '!~*': { kind: 'regex', prec: PREC.Compare, op: 'notIMatch' },
+  '=~': { kind: 'binary', prec: PREC.Compare, op: 'regex', width: 1 },
+  '~': { kind: 'binary', prec: PREC.Compare, op: 'regex', width: 1 },
+  '!~': { kind: 'binary', prec: PREC.Compare, op: 'notRegex', width: 1 },
+  '=~*': { kind: 'binary', prec: PREC.Compare, op: 'iRegex', width: 1 },
+  '~*': { kind: 'binary', prec: PREC.Compare, op: 'iRegex', width: 1 },
+  '!~*': { kind: 'binary', prec: PREC.Compare, op: 'notIRegex', width: 1 },
   '+': { kind: 'binary', prec: PREC.Additive, op: '+', width: 1 },
   '-': { kind: 'binary', prec: PREC.Additive, op: '-', width: 1 },
   '*': { kind: 'binary', prec: PREC.Multiplicative, op: '*', width: 1 },
@@ -88,14 +84,9 @@ const call = (name: string, args: Expr[], pos?: Span): Call => ({
   ...(pos ? { pos } : {}),
 });
 
-/** HogQL's `??` and regex operators, as the calls HogQL's parser and printer make of them. */
-function hogqlOperator(infix: Infix, left: Expr, right: Expr, pos: Span): Expr {
-  if (infix.kind === 'nullish') return call('ifNull', [left, right], pos);
-  if (infix.kind !== 'regex') throw new Error(`not a HogQL operator: ${infix.kind}`);
-  const insensitive = infix.op === 'imatch' || infix.op === 'notIMatch';
-  const pattern = insensitive ? call('concat', [{ kind: 'string', value: '(?i)' }, right]) : right;
-  const match = call('match', [left, pattern], pos);
-  return infix.op === 'notMatch' || infix.op === 'notIMatch' ? { kind: 'not', operand: match, pos } : match;
+/** HogQL's `??`, as the call HogQL's parser makes of it. */
+function hogqlOperator(left: Expr, right: Expr, pos: Span): Expr {
+  return call('ifNull', [left, right], pos);
 }
 
 /**
@@ -253,12 +244,11 @@ export abstract class ExpressionParser extends TokenCursor {
           left = { kind: 'between', not: infix.not, expr: left, low, high, pos: this.span(first) };
           break;
         }
-        case 'nullish':
-        case 'regex': {
+        case 'nullish': {
           this.next();
           this.requireExpression(`after '${t.value}'`);
           const right = this.parseBinary(infix.prec + 1);
-          left = hogqlOperator(infix, left, right, this.span(first));
+          left = hogqlOperator(left, right, this.span(first));
           break;
         }
         case 'binary': {

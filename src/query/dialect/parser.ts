@@ -308,10 +308,10 @@ class QueryParser extends FormParser {
     this.requireExpression(context);
     const columns = [this.parseColumn()];
     while (this.acceptPunct(',')) {
-      if (!this.startsExpression()) {
-        const trailing = this.isKeyword('FROM') || this.atEnd() ? " (remove the trailing ',')" : '';
-        this.fail(`expected a column after ',', found ${this.describe()}${trailing}`);
-      }
+      // The list may end in a comma, as HogQL's grammar allows (`SELECT a, b, FROM t`).
+      if (this.isKeyword('FROM') || this.atEnd() || this.isPunct(')') || this.isPunct(';')) break;
+      if (this.tok.type === 'word' && CLAUSE_OF_WORD[this.tok.upper] !== undefined) break;
+      if (!this.startsExpression()) this.fail(`expected a column after ',', found ${this.describe()}`);
       columns.push(this.parseColumn());
     }
     if (this.startsExpression()) this.fail(`expected ',' between columns, found ${this.describe()}`);

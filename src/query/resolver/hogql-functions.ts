@@ -126,7 +126,7 @@ const UDF = 'it is a user-defined function of PostHog’s ClickHouse servers, no
 export const HOGQL_REFUSED: Readonly<Record<string, string>> = {
   ...Object.fromEntries(
     words(`
-      matchesAction recordingButton explainCSPReport embedText lookupDomainType lookupPaidSourceType
+      matchesAction embedText lookupDomainType lookupPaidSourceType
       lookupPaidMediumType lookupOrganicSourceType lookupOrganicMediumType convertCurrency getSurveyResponse
       uniqueSurveySubmissionsFilter getTrafficType getTrafficCategory isLikelyBot getBotType getBotName
       getBotOperator __preview_getTrafficType __preview_getTrafficCategory __preview_isBot __preview_getBotType
@@ -164,8 +164,6 @@ const RENAMES: Readonly<Record<string, string>> = {
   btrim: 'trimBoth',
   isEmpty: 'empty',
   isNotEmpty: 'notEmpty',
-  lag: 'lagInFrame',
-  lead: 'leadInFrame',
   avgArray: 'avgArrayOrNull',
   medianArray: 'medianArrayOrNull',
   array_agg: 'groupArray',
@@ -249,6 +247,10 @@ const FORMS: Readonly<Record<string, { readonly arity: readonly number[]; readon
       return made(fn('isIPAddressInRange', [fn('if', [valid, text, str('::')]), range!]));
     },
   },
+  // As HogQL: a row before the first (after the last) is NULL, not the type's default, and the frame is the
+  // whole partition unless one is written, so lead() sees the rows after the current one.
+  lag: { arity: [1, 2, 3], form: (args, e) => inFrame('lagInFrame', args, e) },
+  lead: { arity: [1, 2, 3], form: (args, e) => inFrame('leadInFrame', args, e) },
   // ClickHouse wants the default as a Float64; HogQL takes any number (toFloatOrDefault(x, 0)).
   toFloatOrDefault: {
     arity: [1, 2],
@@ -266,6 +268,28 @@ const FORMS: Readonly<Record<string, { readonly arity: readonly number[]; readon
         data!,
         ...(labels ? [str('labels'), labels] : []),
       ],
+    }),
+  },
+  // The HogQLX components PostHog's functions make: a replay button for a session, a CSP report's explainer.
+  recordingButton: {
+    arity: [1],
+    form: ([session]) => ({
+      kind: 'tuple',
+      items: [
+        str('__hx_tag'),
+        str('RecordingButton'),
+        str('sessionId'),
+        session!,
+        str('recordingStatus'),
+        { kind: 'field', chain: ['properties', '$recording_status'] },
+      ],
+    }),
+  },
+  explainCSPReport: {
+    arity: [1],
+    form: ([properties]) => ({
+      kind: 'tuple',
+      items: [str('__hx_tag'), str('ExplainCSPReport'), str('properties'), properties!],
     }),
   },
   json_agg: { arity: [1], form: ([x]) => fn('toJSONString', [fn('groupArray', [x!])]) },
@@ -348,7 +372,8 @@ export function hogqlCall(e: Call): Expr {
   if (renamed !== undefined) return { ...e, name: renamed };
   const written = Object.hasOwn(CASTS, e.name) || e.name === 'toDecimal' || formOf(e) !== undefined;
   if (!written) return e;
-  if (e.params !== null || e.over !== null || e.distinct) {
+  const windowed = e.name === 'lag' || e.name === 'lead';
+  if (e.params !== null || (e.over !== null && !windowed) || e.distinct) {
     throw new QueryResolveError(`${shown(e.name)} takes no parameters, DISTINCT or OVER`, e.pos);
   }
   if (Object.hasOwn(CASTS, e.name)) {
@@ -372,6 +397,22 @@ export function hogqlCall(e: Call): Expr {
   const placed = { ...out, pos: e.pos };
   if (MADE.has(out)) MADE.add(placed);
   return placed;
+}
+
+function inFrame(name: string, [x, ...rest]: readonly Expr[], e: Call): Expr {
+  const over: Call['over'] =
+    e.over?.kind === 'windowSpec' && e.over.frame === null
+      ? {
+          ...e.over,
+          frame: {
+            kind: 'windowFrame',
+            unit: 'rows',
+            start: { kind: 'frameBound', type: 'preceding', offset: null },
+            end: { kind: 'frameBound', type: 'following', offset: null },
+          },
+        }
+      : e.over;
+  return { ...e, name, args: [fn('toNullable', [x!]), ...rest], over };
 }
 
 function formOf(e: Call): (typeof FORMS)[string] | undefined {

@@ -127,6 +127,8 @@ class Resolver {
   #inJoinOn = false;
   /** Rewritten references to a column of a subquery or CTE that may be NULL. */
   readonly #nullable = new WeakSet<Expr>();
+  /** Set while resolving a window's PARTITION BY, ORDER BY and frame. */
+  #inWindow = false;
   /** The column alias whose expression is being resolved, in which its own name is the table's column. */
   #defining: string | null = null;
 
@@ -308,9 +310,11 @@ class Resolver {
 
   /**
    * `SAMPLE`, as PostHog's events table samples (`SAMPLE BY cityHash64(distinct_id)`): the events of a share
-   * of the distinct ids, the same share for the same ratio and offset. `SAMPLE n` above 1 asks for about n
-   * rows: the share n / (the table's rows). `SAMPLE 1` reads everything, on any table. Null when nothing is
-   * left out; otherwise what wraps the table's query.
+   * of the distinct ids, the same share for the same ratio and offset; the share from the offset to offset +
+   * ratio of [0, 1), so an offset of 1 or more leaves nothing (as ClickHouse's sampling key range would). The
+   * other store tables sample by their key alike. `SAMPLE n` above 1 asks for about n rows: the share n / (the
+   * table's rows). `SAMPLE 1` reads everything, on any table. Null when nothing is left out; otherwise what
+   * wraps the table's query.
    */
   private sampleFilter(s: SampleClause, table: string): ((q: SelectQuery) => SelectQuery) | null {
     const value = (e: Expr): number => {
@@ -321,9 +325,9 @@ class Resolver {
     };
     const ratio = value(s.ratio);
     const offset = s.offset ? value(s.offset) : 0;
-    if (offset >= 1) throw new QueryResolveError('a SAMPLE offset is below 1', s.offset?.pos);
     if (ratio >= 1 && offset === 0 && (ratio === 1 || s.ratio.kind === 'binary')) return null;
-    if (table !== 'events') throw sampleRefused(table, s.pos);
+    const key = hasOwn(SAMPLE_KEYS, table) ? SAMPLE_KEYS[table] : undefined;
+    if (key === undefined) throw sampleRefused(table, s.pos);
     return (stored) => {
       const from = (q: SelectQuery): FromClause => ({
         kind: 'from',
@@ -334,7 +338,7 @@ class Resolver {
       const point: Expr = {
         kind: 'binary',
         op: '/',
-        left: call('cityHash64', [{ kind: 'field', chain: ['distinct_id'] }]),
+        left: call('cityHash64', [{ kind: 'field', chain: [key] }]),
         right: { kind: 'number', text: '18446744073709551616' },
       };
       const rows: Expr = {
@@ -454,6 +458,16 @@ class Resolver {
   }
 
   private windowSpec(w: WindowSpec, scope: Scope): WindowSpec {
+    const inWindow = this.#inWindow;
+    this.#inWindow = true;
+    try {
+      return this.windowSpecParts(w, scope);
+    } finally {
+      this.#inWindow = inWindow;
+    }
+  }
+
+  private windowSpecParts(w: WindowSpec, scope: Scope): WindowSpec {
     return {
       ...w,
       partitionBy: w.partitionBy && this.exprs(w.partitionBy, scope),
@@ -579,23 +593,30 @@ class Resolver {
    * never NULL keep the plain comparison, which the engine's indexes read.
    */
   private nullSafe(b: Expr & { kind: 'binary' }): Expr {
-    const equality = b.op === '=' || b.op === 'like' || b.op === 'ilike';
-    const inequality = b.op === '!=' || b.op === 'notLike' || b.op === 'notILike';
+    const equality =
+      b.op === '=' || b.op === 'like' || b.op === 'ilike' || b.op === 'regex' || b.op === 'iRegex';
+    const inequality =
+      b.op === '!=' ||
+      b.op === 'notLike' ||
+      b.op === 'notILike' ||
+      b.op === 'notRegex' ||
+      b.op === 'notIRegex';
     const ordered = b.op === '<' || b.op === '<=' || b.op === '>' || b.op === '>=';
-    if (!(equality || inequality || ordered) || this.#inJoinOn) return b;
-    if (!this.mayBeNull(b.left) && !this.mayBeNull(b.right)) return b;
+    const value = regexCall(b);
+    if (!(equality || inequality || ordered) || this.#inJoinOn) return value;
+    if (!this.mayBeNull(b.left) && !this.mayBeNull(b.right)) return value;
     const [left, right] = [b.left, b.right];
-    if (ordered) return call('ifNull', [b, ZERO]);
+    if (ordered) return call('ifNull', [value, ZERO]);
     if (left.kind === 'null' || right.kind === 'null') {
       const other = left.kind === 'null' ? right : left;
       return call(equality ? 'isNull' : 'isNotNull', [other]);
     }
     const literal = (x: Expr): boolean => x.kind === 'string' || x.kind === 'number' || x.kind === 'boolean';
-    if (literal(left) || literal(right)) return call('ifNull', [b, equality ? ZERO : ONE]);
+    if (literal(left) || literal(right)) return call('ifNull', [value, equality ? ZERO : ONE]);
     const both = equality
       ? { kind: 'and' as const, operands: [call('isNull', [left]), call('isNull', [right])] }
       : { kind: 'or' as const, operands: [call('isNotNull', [left]), call('isNotNull', [right])] };
-    return call('ifNull', [b, both]);
+    return call('ifNull', [value, both]);
   }
 
   /**
@@ -740,6 +761,12 @@ class Resolver {
       // A column alias of this SELECT is meant where its name stands alone (outside its own definition), as
       // in HogQL and ClickHouse: it must not become a column of the table once joins qualify names.
       const alias = rest.length === 0 && scope.aliases.has(head) && this.#defining !== head;
+      if (alias && this.#inWindow && owner.name !== null) {
+        // A window orders and partitions by columns, as in HogQL; ClickHouse would read the alias there
+        // (min(timestamp) OVER (ORDER BY timestamp) AS timestamp), so the column is named with its table.
+        qualify(ref, owner.name);
+        return ref;
+      }
       if (owner.name !== null && !alias) scope.unqualified.push({ source: owner.name, ref });
       return ref;
     }
@@ -1085,6 +1112,15 @@ function columnName(original: Expr, rewritten: Expr): string {
   return printDialectExpr(original);
 }
 
+/** A regex operator as the match() call HogQL prints; any other comparison as it is. */
+function regexCall(b: Expr & { kind: 'binary' }): Expr {
+  if (b.op !== 'regex' && b.op !== 'notRegex' && b.op !== 'iRegex' && b.op !== 'notIRegex') return b;
+  const insensitive = b.op === 'iRegex' || b.op === 'notIRegex';
+  const pattern = insensitive ? call('concat', [str('(?i)'), b.right]) : b.right;
+  const match = { ...call('match', [b.left, pattern]), ...(b.pos ? { pos: b.pos } : {}) };
+  return b.op === 'notRegex' || b.op === 'notIRegex' ? { kind: 'not', operand: match } : match;
+}
+
 function ratioPart(e: Expr): number {
   if (e.kind !== 'number')
     throw new QueryResolveError('a SAMPLE ratio is a number or a fraction of two', e.pos);
@@ -1095,9 +1131,18 @@ function num(n: number): Expr {
   return { kind: 'number', text: String(n) };
 }
 
+/** What each store table samples by: events as PostHog's do, the others by their key. */
+const SAMPLE_KEYS: Readonly<Record<string, string>> = {
+  events: 'distinct_id',
+  persons: 'id',
+  person_distinct_ids: 'distinct_id',
+  groups: 'key',
+  raw_groups: 'key',
+};
+
 function sampleRefused(table: string, pos: Span | undefined): QueryResolveError {
   return new QueryResolveError(
-    `${shown(table)} cannot be sampled: SAMPLE reads a share of the distinct ids of events (SAMPLE 1 reads all of any table)`,
+    `${shown(table)} cannot be sampled: SAMPLE reads a share of a store table (${Object.keys(SAMPLE_KEYS).join(', ')}); SAMPLE 1 reads all of any table`,
     pos,
   );
 }
