@@ -13,50 +13,6 @@ import { startTestWeir } from '../helpers/weir.ts';
 
 /** Queries Weir does not answer right yet, each with its class: the refusal, or the wrong answer. */
 const NOT_YET: Readonly<Record<string, string>> = {
-  'printer-cross-join-raw-groups':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'printer-comma-join-raw-groups':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'sessions-v3-channel-type':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'sessions-v3-session-dot-channel-type':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'sessions-v3-empty-counts':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'sessions-v3-counts':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'sessions-v3-page-screen-autocapture-count-up-to':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'sessions-v3-last-external-click-url':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'sessions-v3-events-session-id-trailing-comma':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'sessions-batch-export-hostnames':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'sessions-batch-export-click-ids':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'sessions-batch-export-vitals-lcp':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'sessions-batch-export-team-id':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'sessions-query-metadata-lazy-join':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'persons-virtual-initial-channel-type':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'persons-virtual-event-person-channel-type':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'persons-virtual-event-poe-channel-type':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'persons-virtual-event-pdi-channel-type':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'channel-type-person-initial-channel-type':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'path-cleaning-virtual-field':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'path-cleaning-null-pathname':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
-  'path-cleaning-sql-editor':
-    'refused: a field of the tables-and-fields class (sessions, persons, team_id, raw_groups), not yet',
   'test-query-sortable-semver': 'wrong: sortableSemVer of a version that is not X.Y.Z',
   'test-query-sortable-semver-output': 'wrong: sortableSemVer of a version that is not X.Y.Z',
   'recording-button-function':

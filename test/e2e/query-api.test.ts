@@ -433,7 +433,7 @@ t.test('query errors say what and where', async (t) => {
     [
       'SELECT 1 FROM evnets',
       'invalid_query',
-      /^Unknown table 'evnets'; the tables are events, persons, person_distinct_ids, groups, ingestion_warnings, sessions \(line 1, column 15\)$/,
+      /^Unknown table 'evnets'; the tables are events, persons, person_distinct_ids, groups, ingestion_warnings, raw_groups, sessions \(line 1, column 15\)$/,
     ],
     ['SELECT 1 FROM Events', 'invalid_query', /did you mean 'events'\?/],
     ['SELECT\n  evnt FROM events', 'invalid_query', /^Unknown column 'evnt'.*\(line 2, column 3\)$/],

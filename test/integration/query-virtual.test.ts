@@ -345,7 +345,7 @@ t.test('virtual fields refuse what they cannot mean, saying what they have', (t)
   );
   t.match(
     refusal('SELECT poe.created_at FROM events'),
-    /there is no poe\.created_at: the person on an event \(poe\) has properties and id/,
+    /there is no poe\.created_at: the person on an event \(poe\) has properties, id, \$virt_initial_channel_type and \$virt_initial_referring_domain_type/,
   );
   t.match(refusal('SELECT person.email FROM events'), /a property is read as person\.properties\.email/);
   t.match(refusal('SELECT session.nope FROM events'), /the event's session has no column 'nope'/);

@@ -118,12 +118,12 @@ t.test('refusals point at the offending name', (t) => {
   const cases: [string, string][] = [
     [
       'SELECT 1 FROM evnts',
-      "unknown table 'evnts'; the tables are events, persons, person_distinct_ids, groups, ingestion_warnings, sessions @1:15",
+      "unknown table 'evnts'; the tables are events, persons, person_distinct_ids, groups, ingestion_warnings, raw_groups, sessions @1:15",
     ],
     ['SELECT 1 FROM Persons', "unknown table 'Persons'; did you mean 'persons'? @1:15"],
     [
       'SELECT 1 FROM generateRandom()',
-      "table functions are not allowed ('generateRandom'): a query reads only the tables events, persons, person_distinct_ids, groups, ingestion_warnings, sessions and numbers(…) @1:15",
+      "table functions are not allowed ('generateRandom'): a query reads only the tables events, persons, person_distinct_ids, groups, ingestion_warnings, raw_groups, sessions and numbers(…) @1:15",
     ],
     ['SELECT 1 FROM numbers(1000001)', 'numbers() makes at most 1000000 rows; this asks for 1000001 @1:15'],
     [
@@ -132,7 +132,7 @@ t.test('refusals point at the offending name', (t) => {
     ],
     [
       'SELECT 1 FROM system.tables',
-      '`system.tables` is not reachable: a query reads only the tables events, persons, person_distinct_ids, groups, ingestion_warnings, sessions @1:15',
+      '`system.tables` is not reachable: a query reads only the tables events, persons, person_distinct_ids, groups, ingestion_warnings, raw_groups, sessions @1:15',
     ],
     [
       'SELECT\n nope FROM events',
@@ -195,7 +195,7 @@ t.test('refusals point at the offending name', (t) => {
     ],
     [
       'WITH a AS (SELECT 1) SELECT * FROM b',
-      "unknown table 'b'; the tables are events, persons, person_distinct_ids, groups, ingestion_warnings, sessions @1:36",
+      "unknown table 'b'; the tables are events, persons, person_distinct_ids, groups, ingestion_warnings, raw_groups, sessions @1:36",
     ],
   ];
   for (const [text, expected] of cases) t.equal(refusal(text), expected, text);

@@ -44,7 +44,14 @@ import { inlineAliases } from './inline-aliases.ts';
 import { DERIVED_TABLES, TABLE_NAMES, tableSpec, type PropertyOwner, type TableSpec } from './schema.ts';
 import { Scope, type ColumnInfo, type LazyJoin, type Source } from './scope.ts';
 import { storeTableQuery } from './store-table.ts';
-import { parsedOnce, type JoinedColumn, type LazyJoinSpec, type VirtualField } from './virtual.ts';
+import {
+  expressionOn,
+  parsedOnce,
+  type ExpressionField,
+  type JoinedColumn,
+  type LazyJoinSpec,
+  type VirtualField,
+} from './virtual.ts';
 
 /** A project's property types (PropertyTypes of src/core/property-types.ts fits). */
 export interface PropertyTypeLookup {
@@ -125,6 +132,8 @@ class Resolver {
   #textArgs = false;
   /** Set while resolving a JOIN's ON: its comparisons are left as written (nullSafe). */
   #inJoinOn = false;
+  /** Rewritten nodes that are an expression field (`team_id`, `$virt_…`), with the field's name. */
+  readonly #expressionFields = new WeakMap<Expr, string>();
   /** Rewritten references to a column of a subquery or CTE that may be NULL. */
   readonly #nullable = new WeakSet<Expr>();
   /** Set while resolving a window's PARTITION BY, ORDER BY and frame. */
@@ -409,6 +418,12 @@ class Resolver {
       return c;
     }
     const expr = this.expr(c, scope);
+    const field = this.#expressionFields.get(expr);
+    if (field !== undefined && !out.some((o) => o.name === field) && !scope.aliases.has(field)) {
+      // An expression field is a column of its own name, as in PostHog, and not of the expression's text.
+      out.push({ name: field, info: this.infoOf(expr) });
+      return { kind: 'alias', expr, alias: field, pos: c.pos };
+    }
     const ref = this.#json.get(expr);
     const key = ref?.keys.at(-1);
     if (!top && c.kind === 'field' && key?.kind === 'string' && this.freeName(key.value, scope, out)) {
@@ -827,10 +842,14 @@ class Resolver {
     node: Field,
     scope: Scope,
   ): Expr {
+    if (virtual.kind === 'expression') return this.expressionRef(source, name, virtual, rest, node);
     const [part, ...more] = rest;
     if (virtual.kind === 'columns') {
       if (part !== undefined && hasOwn(virtual.columns, part)) {
         return this.columnRef(source, qualifier, virtual.columns[part]!, more, node, scope);
+      }
+      if (part !== undefined && hasOwn(virtual.expressions, part)) {
+        return this.expressionRef(source, part, virtual.expressions![part]!, more, node);
       }
       if (part !== undefined && virtual.otherwise !== undefined) {
         const via = this.lazyJoin(source, virtual.otherwise.field, scope, node);
@@ -853,6 +872,33 @@ class Resolver {
     }
     const target = this.lazyJoin(source, name, scope, node, virtual.join);
     return this.columnRef(target, [target.name!], part, more, node, scope);
+  }
+
+  /** `team_id`, `$virt_initial_channel_type`: an expression over the table's own columns (virtual.ts). */
+  private expressionRef(
+    source: Source,
+    name: string,
+    virtual: ExpressionField,
+    rest: string[],
+    node: Field,
+  ): Expr {
+    if (rest.length > 0) {
+      throw new QueryResolveError(`${shown(name)} is a value: it has no field ${shown(rest[0]!)}`, node.pos);
+    }
+    if (source.name === null) {
+      throw new QueryResolveError(
+        `${shown(name)} needs its table to have a name: give it an alias`,
+        node.pos,
+      );
+    }
+    // Read in a scope of its table alone, as PostHog isolates an expression field's scope: its names are the
+    // table's, whatever the query around has, and a joined table (`pdi.person`) is found by its alias too.
+    const isolated = new Scope(null);
+    isolated.sources.push(source);
+    const expr = this.expr(expressionOn(virtual, source.name), isolated);
+    if (isolated.lazyJoins.size > 0) throw new Error(`the expression field ${name} reads through a join`);
+    this.#expressionFields.set(expr, name);
+    return expr;
   }
 
   /** `last_seen_at` on persons: a column of a join, named as the table's own. */

@@ -8,7 +8,9 @@ import {
   EVENT_VIRTUAL_FIELDS,
   PDI_VIRTUAL_FIELDS,
   PERSON_JOINED_COLUMNS,
+  PERSON_VIRTUAL_FIELDS,
   SESSIONS_TEXT,
+  TEAM_VIRTUAL_FIELDS,
   type JoinedColumn,
   type VirtualField,
 } from './virtual.ts';
@@ -90,6 +92,7 @@ const PERSONS: TableSpec = {
     { name: 'is_identified', type: 'UInt8' },
     { name: 'created_at', type: TS },
   ],
+  virtual: PERSON_VIRTUAL_FIELDS,
   joinedColumns: PERSON_JOINED_COLUMNS,
 };
 
@@ -125,6 +128,28 @@ const GROUPS: TableSpec = {
     { name: 'group_properties', type: 'String', json: true, source: 'properties', properties: 'group' },
     { name: 'created_at', type: TS },
   ],
+  virtual: TEAM_VIRTUAL_FIELDS,
+};
+
+/**
+ * PostHog's `raw_groups` (the groups table as stored, before HogQL's `groups` keeps each group's newest
+ * version), with its column names. Weir's store keeps only the newest version of a group once its parts are
+ * merged, and has no time of each version (PostHog's `updated_at`), so this reads the newest version too:
+ * what PostHog's `argMax(…, updated_at)` over raw_groups gives.
+ */
+const RAW_GROUPS: TableSpec = {
+  name: 'raw_groups',
+  storeTable: 'groups',
+  final: true,
+  description: "the groups, by the column names of PostHog's raw_groups",
+  columns: [
+    { name: 'project_id', type: 'UInt64' },
+    { name: 'index', type: 'UInt8', source: 'group_type_index' },
+    { name: 'key', type: 'String', source: 'group_key' },
+    { name: 'created_at', type: TS },
+    { name: 'properties', type: 'String', json: true, properties: 'group' },
+  ],
+  virtual: TEAM_VIRTUAL_FIELDS,
 };
 
 const INGESTION_WARNINGS: TableSpec = {
@@ -139,10 +164,11 @@ const INGESTION_WARNINGS: TableSpec = {
     { name: 'details', type: 'String', json: true },
     { name: 'timestamp', type: TS },
   ],
+  virtual: TEAM_VIRTUAL_FIELDS,
 };
 
 export const TABLES: ReadonlyMap<string, TableSpec> = new Map(
-  [EVENTS, PERSONS, PERSON_DISTINCT_IDS, GROUPS, INGESTION_WARNINGS].map((t) => [t.name, t]),
+  [EVENTS, PERSONS, PERSON_DISTINCT_IDS, GROUPS, INGESTION_WARNINGS, RAW_GROUPS].map((t) => [t.name, t]),
 );
 
 /** The table of this name, matched as ClickHouse matches table names (case-sensitively). */

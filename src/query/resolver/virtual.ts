@@ -1,13 +1,15 @@
 /**
  * What a query can name that the store does not hold as such, with HogQL's meaning: the `sessions` table
- * (derived from events), and the virtual fields of a table that read another one through a join made only
+ * (derived from events), the virtual fields of a table that read another one through a join made only
  * when a query uses them — on events `pdi.*`, `person.*` beyond the person-on-events columns, `group_N.*`
- * and `session.*`; on persons `last_seen_at`.
+ * and `session.*`; on persons `last_seen_at` — and PostHog's expression fields over a table's own columns
+ * (`team_id`, `$virt_initial_channel_type`, `$virt_path_cleaned_pathname`).
  *
  * Each is written as dialect text over the real tables and resolved by the resolver like any query, so it is
  * confined to the caller's project and deduplicated exactly as a query written by hand would be.
  */
 import { parseDialect, type Expr, type Query } from '../dialect/mod.ts';
+import { channelTypeText, domainTypeText, nullIfEmpty } from './channel-type.ts';
 
 /** A join added to a query the first time one of its fields is read. */
 export interface LazyJoinSpec {
@@ -26,15 +28,28 @@ export interface LazyJoinSpec {
 }
 
 /**
- * A virtual field: a lazy join, or (`poe`, and `person` on events) names for columns of the same table, with
- * a join for the names not among them.
+ * A field computed from its table's own columns (PostHog's expression fields: `team_id`,
+ * `$virt_initial_channel_type`): `text` is a dialect expression that names the table `__table`, read under
+ * the name the query gives the table, so it reads that table's columns even beside a join.
+ */
+export interface ExpressionField {
+  readonly kind: 'expression';
+  readonly text: string;
+}
+
+/**
+ * A virtual field: a lazy join, an expression field, or (`poe`, and `person` on events) names for columns of
+ * the same table, with a join for the names not among them.
  */
 export type VirtualField =
   | { readonly kind: 'join'; readonly join: LazyJoinSpec }
+  | ExpressionField
   | {
       readonly kind: 'columns';
       /** Field → the table's own column. */
       readonly columns: Readonly<Record<string, string>>;
+      /** Fields computed from the table's own columns (`poe.$virt_initial_channel_type`). */
+      readonly expressions?: Readonly<Record<string, ExpressionField>>;
       /** Where other fields are read; without it they are refused. */
       readonly otherwise?: { readonly field: string; readonly join: LazyJoinSpec };
       readonly hint: string;
@@ -66,12 +81,59 @@ export const PERSON_JOINED_COLUMNS: Readonly<Record<string, JoinedColumn>> = {
   last_seen_at: { join: LAST_SEEN, column: 'last_seen_at' },
 };
 
+/**
+ * `team_id`: PostHog's team is Weir's project, so a row's team is its project (a query reads one project's
+ * rows only, so it is the same number on every row).
+ */
+const TEAM_ID: ExpressionField = { kind: 'expression', text: '__table.project_id' };
+
+/**
+ * PostHog's channel of a person's first visit, and the type of its first referring domain, from the
+ * `$initial_…` properties an SDK sets once on a person (channel-type.ts), in the JSON column `properties`
+ * (persons' `properties`, or an event's `person_properties` for `poe`).
+ */
+function personChannelFields(properties: string): Record<string, ExpressionField> {
+  const initial = (key: string): string => `toString(__table.${properties}.$initial_${key})`;
+  const initialSet = (key: string): string =>
+    `isNotNull(${nullIfEmpty(`__table.${properties}.$initial_${key}`)})`;
+  return {
+    $virt_initial_channel_type: {
+      kind: 'expression',
+      text: channelTypeText({
+        source: initial('utm_source'),
+        medium: initial('utm_medium'),
+        campaign: initial('utm_campaign'),
+        referringDomain: initial('referring_domain'),
+        gadSource: initial('gad_source'),
+        hasGclid: initialSet('gclid'),
+        hasFbclid: initialSet('fbclid'),
+      }),
+    },
+    $virt_initial_referring_domain_type: {
+      kind: 'expression',
+      text: domainTypeText(initial('referring_domain')),
+    },
+  };
+}
+
+const PERSON_CHANNEL_FIELDS = personChannelFields('properties');
+
+/** The virtual fields of persons: `team_id` and the person's channel fields. */
+export const PERSON_VIRTUAL_FIELDS: Readonly<Record<string, VirtualField>> = {
+  team_id: TEAM_ID,
+  ...PERSON_CHANNEL_FIELDS,
+};
+
+/** The channel fields of the person on an event (person-on-events), as PostHog's `poe` has them. */
+const POE_CHANNEL_FIELDS = personChannelFields('person_properties');
+
 // The person a distinct id belongs to now (merged persons followed), as PostHog's `pdi.person` reads it.
 const PERSON: LazyJoinSpec = {
   description: 'the person of the distinct id',
   text: 'SELECT id, created_at, properties, is_identified FROM persons',
   on: (owner, joined) => eq(f(owner, 'person_id'), f(joined, 'id')),
   properties: 'person',
+  virtual: PERSON_CHANNEL_FIELDS,
   joinedColumns: PERSON_JOINED_COLUMNS,
 };
 
@@ -100,23 +162,30 @@ function group(index: number): LazyJoinSpec {
 /** The virtual fields of person_distinct_ids: `person.*`, the person the distinct id belongs to. */
 export const PDI_VIRTUAL_FIELDS: Readonly<Record<string, VirtualField>> = {
   person: { kind: 'join', join: PERSON },
+  team_id: TEAM_ID,
 };
+
+/** The virtual fields of groups and ingestion_warnings. */
+export const TEAM_VIRTUAL_FIELDS: Readonly<Record<string, VirtualField>> = { team_id: TEAM_ID };
 
 /** The virtual fields of events. */
 export const EVENT_VIRTUAL_FIELDS: Readonly<Record<string, VirtualField>> = {
   pdi: { kind: 'join', join: PDI },
-  // `person.properties` and `person.id` are the person as the event saw it (person-on-events); any other
-  // field of the person (`person.created_at`) is the current person of the event's distinct id.
+  // `person.properties`, `person.id` and the channel fields are the person as the event saw it
+  // (person-on-events); any other field of the person (`person.created_at`) is the current person of the
+  // event's distinct id.
   person: {
     kind: 'columns',
     columns: { properties: 'person_properties', id: 'person_id' },
+    expressions: POE_CHANNEL_FIELDS,
     otherwise: { field: 'pdi', join: PERSON },
     hint: 'write person.properties.<key>, person.id, person.created_at or person.is_identified',
   },
   poe: {
     kind: 'columns',
     columns: { properties: 'person_properties', id: 'person_id' },
-    hint: 'the person on an event (poe) has properties and id',
+    expressions: POE_CHANNEL_FIELDS,
+    hint: 'the person on an event (poe) has properties, id, $virt_initial_channel_type and $virt_initial_referring_domain_type',
   },
   session: { kind: 'join', join: SESSION },
   group_0: { kind: 'join', join: group(0) },
@@ -124,16 +193,53 @@ export const EVENT_VIRTUAL_FIELDS: Readonly<Record<string, VirtualField>> = {
   group_2: { kind: 'join', join: group(2) },
   group_3: { kind: 'join', join: group(3) },
   group_4: { kind: 'join', join: group(4) },
+  team_id: TEAM_ID,
+  // PostHog's pathname with the project's path cleaning rules applied; Weir has none, and PostHog without
+  // rules gives the pathname as it is.
+  $virt_path_cleaned_pathname: { kind: 'expression', text: '__table.properties.$pathname' },
 };
+
+/**
+ * PostHog's ad click ids: each is read as `$entry_<id>`, the value of the session's entry (sessions v1–v3).
+ * posthog-js sends them as event properties of the same name, taken from the page's URL.
+ */
+export const SESSION_CLICK_IDS: readonly string[] = [
+  'gclid',
+  'gad_source',
+  'gclsrc',
+  'dclid',
+  'gbraid',
+  'wbraid',
+  'fbclid',
+  'msclkid',
+  'twclid',
+  'li_fat_id',
+  'mc_cid',
+  'igshid',
+  'ttclid',
+  'epik',
+  'qclid',
+  'sccid',
+  '_kx',
+  'irclid',
+];
+
+/** A value of the session's entry: of its first event with a URL, as the other `$entry_…` columns are. */
+const entry = (property: string, name: string): string =>
+  `argMinIf(properties.${property}, e.timestamp, properties.$current_url != '') AS \`${name}\``;
 
 /**
  * PostHog's `sessions` table, derived from events: one row per `$session_id`. Entry and end are the first and
  * last events with a URL; a bounce is a session of at most one pageview or screen, no autocapture, under 10
- * seconds. `$exit_*` are PostHog's other names for `$end_*`.
+ * seconds. `$exit_*` are PostHog's other names for `$end_*`, `id` for `session_id`. The channel is PostHog's
+ * classification of the entry's utm values, referring domain and click ids, as its sessions v2 reads them (an
+ * empty value as none).
  */
 export const SESSIONS_TEXT = `
 SELECT
   \`$session_id\` AS session_id,
+  session_id AS id,
+  any(e.project_id) AS team_id,
   argMin(e.distinct_id, e.timestamp) AS distinct_id,
   min(e.timestamp) AS \`$start_timestamp\`,
   max(e.timestamp) AS \`$end_timestamp\`,
@@ -143,19 +249,38 @@ SELECT
   length(\`$urls\`) AS \`$num_uniq_urls\`,
   argMinIf(properties.$current_url, e.timestamp, properties.$current_url != '') AS \`$entry_current_url\`,
   argMinIf(properties.$pathname, e.timestamp, properties.$current_url != '') AS \`$entry_pathname\`,
+  domain(\`$entry_current_url\`) AS \`$entry_hostname\`,
   argMaxIf(properties.$current_url, e.timestamp, properties.$current_url != '') AS \`$end_current_url\`,
   argMaxIf(properties.$pathname, e.timestamp, properties.$current_url != '') AS \`$end_pathname\`,
+  domain(\`$end_current_url\`) AS \`$end_hostname\`,
   \`$end_current_url\` AS \`$exit_current_url\`,
   \`$end_pathname\` AS \`$exit_pathname\`,
-  argMinIf(properties.$referring_domain, e.timestamp, properties.$current_url != '') AS \`$entry_referring_domain\`,
-  argMinIf(properties.utm_source, e.timestamp, properties.$current_url != '') AS \`$entry_utm_source\`,
-  argMinIf(properties.utm_campaign, e.timestamp, properties.$current_url != '') AS \`$entry_utm_campaign\`,
-  argMinIf(properties.utm_medium, e.timestamp, properties.$current_url != '') AS \`$entry_utm_medium\`,
+  ${entry('$referring_domain', '$entry_referring_domain')},
+  ${entry('utm_source', '$entry_utm_source')},
+  ${entry('utm_campaign', '$entry_utm_campaign')},
+  ${entry('utm_medium', '$entry_utm_medium')},
+  ${entry('utm_term', '$entry_utm_term')},
+  ${entry('utm_content', '$entry_utm_content')},
+  ${SESSION_CLICK_IDS.map((id) => entry(id, `$entry_${id}`)).join(',\n  ')},
+  isNotNull(${nullIfEmpty('`$entry_gclid`')}) AS \`$entry_has_gclid\`,
+  isNotNull(${nullIfEmpty('`$entry_fbclid`')}) AS \`$entry_has_fbclid\`,
+  argMax(${nullIfEmpty('properties.$external_click_url')}, e.timestamp) AS \`$last_external_click_url\`,
+  argMin(accurateCastOrNull(properties.$web_vitals_LCP_value, 'Float64'), e.timestamp) AS \`$vitals_lcp\`,
   countIf(e.event = '$pageview') AS \`$pageview_count\`,
   countIf(e.event = '$screen') AS \`$screen_count\`,
   countIf(e.event = '$autocapture') AS \`$autocapture_count\`,
   count() AS \`$event_count\`,
-  \`$pageview_count\` + \`$screen_count\` <= 1 AND \`$autocapture_count\` = 0 AND \`$session_duration\` < 10 AS \`$is_bounce\`
+  uniqUpToIf(1)(e.uuid, e.event IN ('$pageview', '$screen', '$autocapture')) AS \`$page_screen_autocapture_count_up_to\`,
+  \`$pageview_count\` + \`$screen_count\` <= 1 AND \`$autocapture_count\` = 0 AND \`$session_duration\` < 10 AS \`$is_bounce\`,
+  ${channelTypeText({
+    source: '`$entry_utm_source`',
+    medium: '`$entry_utm_medium`',
+    campaign: '`$entry_utm_campaign`',
+    referringDomain: nullIfEmpty('`$entry_referring_domain`'),
+    gadSource: '`$entry_gad_source`',
+    hasGclid: '`$entry_has_gclid`',
+    hasFbclid: '`$entry_has_fbclid`',
+  })} AS \`$channel_type\`
 FROM events AS e
 WHERE \`$session_id\` != ''
 GROUP BY session_id`;
@@ -170,4 +295,47 @@ export function parsedOnce(text: string): Query {
     parsed.set(text, q);
   }
   return q;
+}
+
+/** The name an expression field's text gives its table. */
+const TABLE = '__table';
+
+const parsedExprs = new Map<string, Expr>();
+
+/** An expression field's expression over the table named `table`: its text parsed once, the table renamed. */
+export function expressionOn(field: ExpressionField, table: string): Expr {
+  let expr = parsedExprs.get(field.text);
+  if (expr === undefined) {
+    const q = parseDialect(`SELECT ${field.text}`);
+    const columns = q.kind === 'select' ? q.columns : [];
+    const column = columns[0];
+    if (column === undefined || column.kind === 'star' || column.kind === 'alias' || columns.length !== 1) {
+      throw new Error(`an expression field is one expression: ${field.text.slice(0, 80)}`);
+    }
+    expr = column;
+    parsedExprs.set(field.text, expr);
+  }
+  return renamed(expr, table) as Expr;
+}
+
+/**
+ * A tree with `__table` renamed, sharing every subtree that has none (the channel definitions' constant arrays
+ * are most of a channel type's tree): nothing changes a tree once made, so sharing is safe.
+ */
+function renamed(node: unknown, table: string): unknown {
+  if (Array.isArray(node)) {
+    const items = node.map((n: unknown) => renamed(n, table));
+    return items.some((n, i) => n !== node[i]) ? items : node;
+  }
+  if (typeof node !== 'object' || node === null) return node;
+  const o = node as { kind?: unknown; chain?: unknown };
+  if (o.kind === 'field' && Array.isArray(o.chain) && o.chain[0] === TABLE) {
+    return { ...o, chain: [table, ...(o.chain as string[]).slice(1)] };
+  }
+  let out: Record<string, unknown> | null = null;
+  for (const [k, v] of Object.entries(node)) {
+    const w = renamed(v, table);
+    if (w !== v) (out ??= { ...node })[k] = w;
+  }
+  return out ?? node;
 }
