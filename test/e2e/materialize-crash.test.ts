@@ -109,12 +109,22 @@ t.test('a refresh killed mid-way is taken over after a restart, leaving no orpha
     'a second refresh',
   );
   const root = join(dataDir, 'objects');
-  const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter(
-    (f) => f.endsWith('.parquet') || f.endsWith('manifest.json'),
-  );
-  const manifest = files.find((f) => f.endsWith('manifest.json'))!;
+  const listed = (): string[] =>
+    readdirSync(root, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.parquet') || f.endsWith('manifest.json'))
+      .sort();
+  const manifest = listed().find((f) => f.endsWith('manifest.json'))!;
   const named = (JSON.parse(readFileSync(join(root, manifest), 'utf8')) as { objectKey: string }).objectKey;
-  t.same(files.sort(), [manifest, named].sort(), 'the manifest and the result it names, nothing else');
+  // The sweep runs after the catalog says completed, so it is waited for (within a deadline), not assumed.
+  const files = await waitFor(
+    () => {
+      const now = listed();
+      return Promise.resolve(now.length === 2 ? now : undefined);
+    },
+    30_000,
+    'the sweep to leave the manifest and its object',
+  ).catch(() => listed());
+  t.same(files, [manifest, named].sort(), 'the manifest and the result it names, nothing else');
   second.child.kill('SIGTERM');
   t.equal(await second.exited, 0);
 });
