@@ -21,7 +21,7 @@ import type { ParquetExporter, TableReader } from '../../src/core/ports.ts';
 import type { Weir } from '../../src/main.ts';
 import { DEFAULT_LIMITS, printClickHouse } from '../../src/query/clickhouse/printer.ts';
 import { bindVariables } from '../../src/query/clickhouse/variables.ts';
-import { compileVersion } from '../../src/query/endpoints/definition.ts';
+import { compileVersion } from '../../src/query/compile/version.ts';
 import { compileQuery } from '../../src/query/hogql-query.ts';
 import {
   materializationSql,

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { Session } from 'chdb';
 import { createLogger } from '../../src/core/logger.ts';
 import type { EndpointVersion } from '../../src/core/ports.ts';
-import { compileVersion } from '../../src/query/endpoints/definition.ts';
+import { compileVersion } from '../../src/query/compile/version.ts';
 import { executeServing } from '../../src/query/materialize/execute.ts';
 import { arrowSize, loadParquetTable } from '../../src/query/materialize/pool/parquet-table.ts';
 import {

@@ -17,7 +17,7 @@
  */
 import type { Endpoint, EndpointVersion, MaterializationBucket, VariableType } from '../core/ports.ts';
 import { planMaterialization } from '../query/materialize/rewrite.ts';
-import { compileVersion } from '../query/endpoints/definition.ts';
+import { compileVersion } from '../query/compile/version.ts';
 import { magicVariables } from '../query/insights/insight.ts';
 import { REFRESH_MODES } from '../query/endpoints/endpoint-runner.ts';
 import { CONTENT_TYPES, ROWS_FORMATS, type RowsFormat } from '../query/output/formats.ts';

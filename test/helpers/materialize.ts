@@ -20,7 +20,7 @@ import type {
 import { ChdbClient } from '../../src/store/embedded/chdb-client.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { bindVariables } from '../../src/query/clickhouse/variables.ts';
-import { compileVersion, type CompiledVersion } from '../../src/query/endpoints/definition.ts';
+import { compileVersion, type CompiledVersion } from '../../src/query/compile/version.ts';
 import { pageRows, paginate, type Page } from '../../src/query/endpoints/pagination.ts';
 import { runCompiledQuery } from '../../src/query/hogql-query.ts';
 import { finishInsightRows, prepareInsightRun } from '../../src/query/insights/insight.ts';

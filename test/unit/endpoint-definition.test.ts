@@ -5,7 +5,7 @@
 import t from 'tap';
 import { parseDialect } from '../../src/query/dialect/mod.ts';
 import { checkDefinition } from '../../src/query/endpoints/definition.ts';
-import { analyseMaterialization } from '../../src/query/materialize/analysis.ts';
+import { analyseMaterialization } from '../../src/query/compile/materializable.ts';
 
 const hogql = (query: string) => ({ kind: 'HogQLQuery' as const, query });
 

@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import type { EndpointVersion, VariableType } from '../../src/core/ports.ts';
-import { compileVersion } from '../../src/query/endpoints/definition.ts';
+import { compileVersion } from '../../src/query/compile/version.ts';
 import { planMaterialization, servingVariables } from '../../src/query/materialize/rewrite.ts';
 import type { SqlServing } from '../../src/query/materialize/serving.ts';
 import { bucketStart, compare, nextBucket, parseTime, toJson } from '../../src/query/materialize/values.ts';

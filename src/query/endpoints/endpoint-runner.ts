@@ -38,7 +38,7 @@ import {
 import type { Servable } from '../materialize/materializations.ts';
 import { servingVariables } from '../materialize/rewrite.ts';
 import { servingHogql } from '../materialize/serving-hogql.ts';
-import { compileVersion, type CompiledVersion } from './definition.ts';
+import { compileVersion, type CompiledVersion } from '../compile/version.ts';
 import { pageRows, paginate, type Page } from './pagination.ts';
 import { ResultCache } from './result-cache.ts';
 

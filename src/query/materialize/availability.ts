@@ -4,7 +4,7 @@
  */
 import type { EndpointVersion, MaterializationBucket } from '../../core/ports.ts';
 import { AppError } from '../../errors/app-error.ts';
-import { compileVersion } from '../endpoints/definition.ts';
+import { compileVersion } from '../compile/version.ts';
 import { planMaterialization } from './rewrite.ts';
 
 export interface Materializability {

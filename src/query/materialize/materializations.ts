@@ -20,7 +20,7 @@ import type {
   MaterializationState,
   SyncFrequency,
 } from '../../core/ports.ts';
-import { compileVersion } from '../endpoints/definition.ts';
+import { compileVersion } from '../compile/version.ts';
 import { planMaterialization } from './rewrite.ts';
 import type { ServingPlan } from './serving.ts';
 import type { MaterializationWriter } from './writer.ts';

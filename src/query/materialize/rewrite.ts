@@ -13,7 +13,7 @@ import type { PropertyTypes } from '../../core/property-types.ts';
 import { PROJECT_PARAM } from '../clickhouse/printer.ts';
 import { bindVariables, type BoundVariable, type ParamValue } from '../clickhouse/variables.ts';
 import { printDialect } from '../dialect/mod.ts';
-import type { CompiledVersion } from '../endpoints/definition.ts';
+import type { CompiledVersion } from '../compile/version.ts';
 import type { CompiledQuery } from '../hogql-query.ts';
 import { planInsightRun } from '../insights/insight.ts';
 import { QueryResolveError } from '../resolver/errors.ts';
