@@ -15,31 +15,16 @@ import { startTestWeir } from '../helpers/weir.ts';
 const NOT_YET: Readonly<Record<string, string>> = {
   'test-query-sortable-semver': 'wrong: sortableSemVer of a version that is not X.Y.Z',
   'test-query-sortable-semver-output': 'wrong: sortableSemVer of a version that is not X.Y.Z',
-  'recording-button-function':
-    "refused: Function 'recordingButton' is not allowed: it is one of PostHog’s own functions, which reads PostHog’s data…",
   'parser-hogqlx-actors-query-source':
     'refused: Syntax error: <ActorsQuery> cannot be a table: only <HogQLQuery query="…" /> can stand in FROM',
-  'parser-join-using-constant': "refused: Syntax error: expected a column after USING, found '1'",
   'parser-nullish-tuple-index':
     "refused: Syntax error: expected ':' to go with '?' at line 1, column 40, found 'from'",
-  'parser-placeholder-expression':
-    "refused: Syntax error: expected a placeholder like {variables.name}, found '1'",
-  'printer-limit-subquery-with-ties':
-    'refused: ClickHouse: Can not use WITH TIES without ORDER BY (WITH_TIES_WITHOUT_ORDER_BY)',
-  'printer-limit-with-ties-offset':
-    'refused: ClickHouse: Can not use WITH TIES without ORDER BY (WITH_TIES_WITHOUT_ORDER_BY)',
   'printer-hidden-alias-timestamp':
     'wrong: * over a subquery that repeats a column gives it twice (PostHog names only the last)',
   'printer-hidden-alias-double-property':
     'wrong: * over a subquery that repeats a column gives it twice (PostHog names only the last)',
-  'printer-lookup-domain-type':
-    "refused: Unknown function 'hogql_lookupDomainType' (or one a query may not call)",
-  'printer-lookup-paid-source-type':
-    "refused: Unknown function 'hogql_lookupPaidSourceType' (or one a query may not call)",
   'resolver-column-alias-chain':
     'refused: ClickHouse: Duplicate aliases e for table expressions in FROM section are not allowed.',
-  'resolver-recording-button-function':
-    "refused: Function 'recordingButton' is not allowed: it is one of PostHog’s own functions, which reads PostHog’s data…",
   'sessions-batch-export-select': "refused: Unknown column 'max_inserted_at'",
 };
 

@@ -25,6 +25,8 @@ export interface CompatQuery {
   readonly expect?: readonly unknown[][];
   /** Whether the rows must come in the expected order (else compared as a multiset). */
   readonly ordered: boolean;
+  /** PostHog's own run refuses the query (its parser accepts it): then a refusal (4xx) is the right answer. */
+  readonly refused?: string;
 }
 
 /** Every query of the corpus in `dir` (a directory URL ending in '/'; the compat corpus by default). */
@@ -56,6 +58,7 @@ function parseFile(file: string, content: string): CompatQuery[] {
     body: string[];
     expect?: unknown[][];
     ordered: boolean;
+    refused?: string;
   } | null = null;
   const flush = (): void => {
     if (!current) return;
@@ -72,6 +75,7 @@ function parseFile(file: string, content: string): CompatQuery[] {
       text,
       ordered: current.ordered,
       ...(current.expect ? { expect: current.expect } : {}),
+      ...(current.refused ? { refused: current.refused } : {}),
     });
   };
   content.split('\n').forEach((raw, i) => {
@@ -86,7 +90,9 @@ function parseFile(file: string, content: string): CompatQuery[] {
     const source = /^-- source: (.+)$/.exec(line);
     const note = /^-- note: (.+)$/.exec(line);
     const expect = /^-- expect: (.+)$/.exec(line);
+    const refused = /^-- refused: (.+)$/.exec(line);
     if (source) current.source = source[1]!.trim();
+    else if (refused) current.refused = refused[1]!.trim();
     else if (note) current.notes.push(note[1]!.trim());
     else if (line === '-- ordered') current.ordered = true;
     else if (expect) {
@@ -167,6 +173,7 @@ export async function runCompatQuery(w: TestWeir, q: CompatQuery): Promise<Compa
   const res = await queryApi(w, q.text);
   const ms = performance.now() - started;
   if (res.status !== 200) {
+    if (q.refused && res.status >= 400 && res.status < 500) return { kind: 'right', ms };
     const body = res.json as { detail?: unknown } | undefined;
     const message = typeof body?.detail === 'string' ? body.detail : res.text.slice(0, 500);
     return { kind: 'refused', ms, status: res.status, message };

@@ -190,3 +190,27 @@ export function domainTypeText(referringDomain: string): string {
   const typed = `arrayMap(__key -> ${classValue(lookup('__key', CHANNEL_DEFINITIONS.source), 'domainType')}, [coalesce(${referringDomain}, ''), cutToFirstSignificantSubdomain(coalesce(${referringDomain}, ''))])`;
   return `if(${referringDomain} = '$direct', '$direct', arrayFirst(__type -> isNotNull(__type), ${typed}))`;
 }
+
+/**
+ * HogQL's lookup functions over the channel definitions (`lookupDomainType`, `lookupPaidSourceType`, …, and
+ * their `hogql_` names), as a lambda of one name: its class's value, the name as written first, then cut to
+ * its first significant subdomain; NULL when neither is listed.
+ */
+export const LOOKUP_FUNCTIONS: Readonly<Record<string, string>> = Object.fromEntries(
+  (
+    [
+      ['lookupDomainType', CHANNEL_DEFINITIONS.source, 'domainType'],
+      ['lookupPaidSourceType', CHANNEL_DEFINITIONS.source, 'paid'],
+      ['lookupOrganicSourceType', CHANNEL_DEFINITIONS.source, 'organic'],
+      ['lookupPaidMediumType', CHANNEL_DEFINITIONS.medium, 'paid'],
+      ['lookupOrganicMediumType', CHANNEL_DEFINITIONS.medium, 'organic'],
+    ] as const
+  ).flatMap(([name, names, field]) => {
+    const value = (key: string): string => classValue(lookup(key, names), field);
+    const lambda = `__name -> coalesce(${value("coalesce(__name, '')")}, ${value("cutToFirstSignificantSubdomain(coalesce(__name, ''))")})`;
+    return [
+      [name, lambda],
+      [`hogql_${name}`, lambda],
+    ];
+  }),
+);

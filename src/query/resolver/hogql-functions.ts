@@ -11,7 +11,8 @@
  * test/unit/hogql-functions.test.ts holds every allowed name against chDB's `system.functions`.
  */
 import { languages } from 'countries-list';
-import type { Call, Expr, Span } from '../dialect/mod.ts';
+import { parseDialect, type Call, type Expr, type Span } from '../dialect/mod.ts';
+import { LOOKUP_FUNCTIONS } from './channel-type.ts';
 import { QueryResolveError, shown } from './errors.ts';
 import { functionKind } from './functions.ts';
 
@@ -126,8 +127,7 @@ const UDF = 'it is a user-defined function of PostHog’s ClickHouse servers, no
 export const HOGQL_REFUSED: Readonly<Record<string, string>> = {
   ...Object.fromEntries(
     words(`
-      matchesAction embedText lookupDomainType lookupPaidSourceType
-      lookupPaidMediumType lookupOrganicSourceType lookupOrganicMediumType convertCurrency getSurveyResponse
+      matchesAction embedText convertCurrency getSurveyResponse
       uniqueSurveySubmissionsFilter getTrafficType getTrafficCategory isLikelyBot getBotType getBotName
       getBotOperator __preview_getTrafficType __preview_getTrafficCategory __preview_isBot __preview_getBotType
       __preview_getBotName __preview_getBotOperator
@@ -271,9 +271,15 @@ const FORMS: Readonly<Record<string, { readonly arity: readonly number[]; readon
     }),
   },
   // The HogQLX components PostHog's functions make: a replay button for a session, a CSP report's explainer.
+  ...Object.fromEntries(
+    Object.entries(LOOKUP_FUNCTIONS).map(([name, lambda]) => [
+      name,
+      { arity: [1], form: ([x]: readonly Expr[]) => lookupCall(lambda, x!) },
+    ]),
+  ),
   recordingButton: {
-    arity: [1],
-    form: ([session]) => ({
+    arity: [1, 2],
+    form: ([session, status]) => ({
       kind: 'tuple',
       items: [
         str('__hx_tag'),
@@ -281,7 +287,7 @@ const FORMS: Readonly<Record<string, { readonly arity: readonly number[]; readon
         str('sessionId'),
         session!,
         str('recordingStatus'),
-        { kind: 'field', chain: ['properties', '$recording_status'] },
+        status ?? { kind: 'field', chain: ['properties', '$recording_status'] },
       ],
     }),
   },
@@ -397,6 +403,24 @@ export function hogqlCall(e: Call): Expr {
   const placed = { ...out, pos: e.pos };
   if (MADE.has(out)) MADE.add(placed);
   return placed;
+}
+
+const lookupLambdas = new Map<string, Expr>();
+
+/** A channel-definitions lookup of `x`: the lambda applied to it (channel-type.ts has why it is a lambda). */
+function lookupCall(lambda: string, x: Expr): Expr {
+  let fn_ = lookupLambdas.get(lambda);
+  if (fn_ === undefined) {
+    const q = parseDialect(`SELECT arrayMap(${lambda}, [])`);
+    const c = q.kind === 'select' ? q.columns[0] : undefined;
+    if (c?.kind !== 'call') throw new Error('a lookup lambda is a call');
+    fn_ = c.args[0]!;
+    lookupLambdas.set(lambda, fn_);
+  }
+  return fn('arrayElement', [
+    fn('arrayMap', [fn_, { kind: 'array', items: [x] }]),
+    { kind: 'number', text: '1' },
+  ]);
 }
 
 function inFrame(name: string, [x, ...rest]: readonly Expr[], e: Call): Expr {
