@@ -13,12 +13,8 @@ import { startTestWeir } from '../helpers/weir.ts';
 
 /** Queries Weir does not answer right yet, each with its class: the refusal, or the wrong answer. */
 const NOT_YET: Readonly<Record<string, string>> = {
-  'test-query-sortable-semver': 'wrong: sortableSemVer of a version that is not X.Y.Z',
-  'test-query-sortable-semver-output': 'wrong: sortableSemVer of a version that is not X.Y.Z',
   'parser-hogqlx-actors-query-source':
     'refused: Syntax error: <ActorsQuery> cannot be a table: only <HogQLQuery query="…" /> can stand in FROM',
-  'parser-nullish-tuple-index':
-    "refused: Syntax error: expected ':' to go with '?' at line 1, column 40, found 'from'",
   'printer-hidden-alias-timestamp':
     'wrong: * over a subquery that repeats a column gives it twice (PostHog names only the last)',
   'printer-hidden-alias-double-property':

@@ -400,6 +400,9 @@ class Lexer {
   private dotIsAccess(): boolean {
     const prev = this.tokens[this.tokens.length - 1];
     if (!prev) return false;
+    // HogQL's `a?.1`: a `?` touching the `.` makes nullish access, as PostHog's grammar reads it (`a ? .5 : b`,
+    // spaced, is still a ternary with a number).
+    if (prev.type === 'punct' && prev.value === '?' && prev.end === this.i) return true;
     return (
       prev.type === 'word' ||
       prev.type === 'quoted' ||
