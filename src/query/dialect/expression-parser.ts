@@ -365,7 +365,9 @@ export abstract class ExpressionParser extends TokenCursor {
           case '{':
             return this.parseBraces();
           case '<':
-            return this.parseTag();
+            // The lexer opens a tag only with a name right after the `<`; any other `<` here is misplaced.
+            if (this.peek().type === 'word' && this.peek().offset === t.end) return this.parseTag();
+            break;
           case "f'":
             return this.parseTemplate();
           case '*':
@@ -593,6 +595,7 @@ export abstract class ExpressionParser extends TokenCursor {
   protected parseTag(): Tag {
     const open = this.next();
     this.enter(open);
+    if (this.tok.type !== 'word') this.fail(`expected the name of a tag after '<', found ${this.describe()}`);
     const name = this.next().value;
     const attributes: TagAttribute[] = [];
     while (this.tok.type === 'word') {
