@@ -7,6 +7,7 @@
  * accepted. Prints the tables and writes bench/results/dialect.md and dialect-cdf.svg.
  */
 import { writeFileSync } from 'node:fs';
+import createHogQLParser from '@posthog/hogql-parser';
 import { query as chdbQuery } from 'chdb';
 import { tokenize } from '../../src/query/dialect/lexer.ts';
 import { MAX_DEPTH, MAX_QUERY_LENGTH, parseDialect } from '../../src/query/dialect/parser.ts';
@@ -26,7 +27,20 @@ const startedAt = new Date().toISOString();
 for (let i = 0; i < (quick ? 20 : 200); i++) for (const q of corpus) printDialect(parseDialect(q.text));
 
 const asts = corpus.map((q) => parseDialect(q.text));
+// PostHog's own parser (its ANTLR grammar in WebAssembly, issue 42's question of a front end): each call
+// returns the tree as JSON text, which a front end would have to read back.
+const posthog = await createHogQLParser();
+for (const q of corpus) JSON.parse(posthog.parseSelect(q.text, true));
 const chdbTexts = asts.map((ast) => `EXPLAIN AST ${printDialect(ast, { inline: SAMPLE_VARIABLES })}`);
+// HogQL's own syntax (`a =~ b`, tags) is the dialect's, not ClickHouse's: those queries have no baseline.
+const chdbParses = chdbTexts.map((text) => {
+  try {
+    chdbQuery(text, 'TSVRaw');
+    return true;
+  } catch {
+    return false;
+  }
+});
 const ops: Record<string, (i: number) => unknown> = {
   'tokenize (floor)': (i) => tokenize(corpus[i]!.text),
   parse: (i) => parseDialect(corpus[i]!.text),
@@ -51,17 +65,25 @@ for (let pass = 0; pass < passes; pass++) {
     for (const [name, op] of Object.entries(ops)) {
       (samples[name] ??= corpus.map(() => []))[i]!.push(time(() => op(i), timing).us);
     }
+    // One call is tens of milliseconds: a round of one call is enough above the timer's grain.
+    (samples["PostHog's parser (@posthog/hogql-parser, WASM) + JSON.parse"] ??= corpus.map(() => []))[
+      i
+    ]!.push(
+      time(() => JSON.parse(posthog.parseSelect(corpus[i]!.text, true)), { minRoundMs: 0, rounds: 1 }).us,
+    );
     // ClickHouse's parser, through chDB: each call crosses into the engine and formats the tree as text.
     const chdbTiming = { minRoundMs: timing.minRoundMs * 2, rounds: Math.max(3, timing.rounds - 2) };
-    (samples['ClickHouse EXPLAIN AST (chDB)'] ??= corpus.map(() => []))[i]!.push(
-      time(() => chdbQuery(chdbTexts[i]!, 'TSVRaw'), chdbTiming).us,
-    );
+    const chdbSamples = (samples['ClickHouse EXPLAIN AST (chDB)'] ??= corpus.map(() => []))[i]!;
+    if (chdbParses[i]) chdbSamples.push(time(() => chdbQuery(chdbTexts[i]!, 'TSVRaw'), chdbTiming).us);
   });
   otherCores.push(probe.otherCores());
   process.stderr.write(`pass ${pass + 1} of ${passes} done\n`);
 }
 const perQuery: Record<string, number[]> = Object.fromEntries(
-  Object.entries(samples).map(([name, byQuery]) => [name, byQuery.map((s) => percentile(s, 50))]),
+  Object.entries(samples).map(([name, byQuery]) => [
+    name,
+    byQuery.filter((s) => s.length > 0).map((s) => percentile(s, 50)),
+  ]),
 );
 
 const rows: Row[] = Object.entries(perQuery).map(([name, us]) => ({
@@ -116,7 +138,13 @@ if (!quick) {
   writeFileSync(new URL('../results/dialect.md', import.meta.url), report);
   writeFileSync(
     new URL('../results/dialect-cdf.svg', import.meta.url),
-    cdfSvg(Object.fromEntries(Object.entries(perQuery).filter(([name]) => !name.startsWith('ClickHouse')))),
+    cdfSvg(
+      Object.fromEntries(
+        Object.entries(perQuery).filter(
+          ([name]) => !name.startsWith('ClickHouse') && !name.startsWith('PostHog'),
+        ),
+      ),
+    ),
   );
   process.stderr.write('wrote bench/results/dialect.md and dialect-cdf.svg\n');
 }

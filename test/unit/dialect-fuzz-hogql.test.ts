@@ -95,8 +95,8 @@ t.test('strings made of tag and f-string pieces parse or fail cleanly (fast-chec
       if (p !== null) throw new Error(p);
     }),
     {
-      numRuns: Number(process.env.WEIR_DIALECT_FUZZ_RUNS ?? 3000),
-      seed: Number(process.env.WEIR_DIALECT_FUZZ_SEED ?? 42),
+      numRuns: Number(process.env['WEIR_DIALECT_FUZZ_RUNS'] ?? 3000),
+      seed: Number(process.env['WEIR_DIALECT_FUZZ_SEED'] ?? 42),
     },
   );
   t.pass('strings of pieces');
