@@ -18,6 +18,9 @@ export interface ColumnInfo {
   readonly nullable?: boolean;
 }
 
+export const PLAIN: ColumnInfo = { json: false };
+export const NULLABLE: ColumnInfo = { json: false, nullable: true };
+
 /** A table of a FROM clause as a query sees it. */
 export interface Source {
   /** What columns are qualified with: the alias, or a table's own name; null for an unaliased subquery. */
@@ -90,4 +93,9 @@ export class Scope {
     for (let s = this.parent; s; s = s.parent) if (here(s)) return true;
     return false;
   }
+}
+
+/** Whether a record (a source's virtual fields, its joined columns, …) has a key of its own, not one of Object's. */
+export function hasOwn(record: Readonly<Record<string, unknown>> | undefined, key: string): boolean {
+  return record !== undefined && Object.hasOwn(record, key);
 }
