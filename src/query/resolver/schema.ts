@@ -10,6 +10,7 @@ import {
   PERSON_JOINED_COLUMNS,
   PERSON_VIRTUAL_FIELDS,
   SESSIONS_TEXT,
+  SESSION_VIRTUAL_FIELDS,
   TEAM_VIRTUAL_FIELDS,
   type JoinedColumn,
   type VirtualField,
@@ -178,6 +179,11 @@ export function tableSpec(name: string): TableSpec | undefined {
 
 /** Tables derived from the others by a query (virtual.ts): what a query names them, and the query. */
 export const DERIVED_TABLES: ReadonlyMap<string, string> = new Map([['sessions', SESSIONS_TEXT]]);
+
+/** The virtual fields of each derived table (its expression fields). */
+export const DERIVED_VIRTUAL_FIELDS: ReadonlyMap<string, Readonly<Record<string, VirtualField>>> = new Map([
+  ['sessions', SESSION_VIRTUAL_FIELDS],
+]);
 
 /** Every table a query can name, for messages. */
 export const TABLE_NAMES: readonly string[] = [...TABLES.keys(), ...DERIVED_TABLES.keys()];

@@ -23,7 +23,7 @@ import type { Context, OutColumn } from './context.ts';
 import { QueryResolveError, shown } from './errors.ts';
 import { expr } from './expressions.ts';
 import { call, ONE, str } from './nodes.ts';
-import { DERIVED_TABLES, TABLE_NAMES, tableSpec, type TableSpec } from './schema.ts';
+import { DERIVED_TABLES, DERIVED_VIRTUAL_FIELDS, TABLE_NAMES, tableSpec, type TableSpec } from './schema.ts';
 import { hasOwn, PLAIN, Scope, type ColumnInfo, type Source } from './scope.ts';
 import { storeTableQuery } from './store-table.ts';
 import { parsedOnce } from './virtual.ts';
@@ -125,7 +125,10 @@ function namedTable(cx: Context, t: TableRef, scope: Scope): Table {
     const out = cx.query(parsedOnce(derived), new Scope(null));
     return {
       rewritten: { kind: 'tableSubquery', query: out.query, alias: name, pos: t.pos },
-      source: { ...derivedSource(name, `table ${t.name}`, out.columns) },
+      source: {
+        ...derivedSource(name, `table ${t.name}`, out.columns),
+        virtual: DERIVED_VIRTUAL_FIELDS.get(t.name),
+      },
     };
   }
   const spec = tableSpec(t.name);

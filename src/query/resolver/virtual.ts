@@ -144,10 +144,31 @@ const PDI: LazyJoinSpec = {
   virtual: { person: { kind: 'join', join: PERSON } },
 };
 
+/**
+ * `$channel_type`, an expression field of sessions over its entry columns: the classification carries PostHog's
+ * channel definitions (about 33 KB of query text), so it is printed only where a query reads it, as PostHog's
+ * expression fields are (and, like them, it is not in `SELECT *`).
+ */
+export const SESSION_VIRTUAL_FIELDS: Readonly<Record<string, VirtualField>> = {
+  $channel_type: {
+    kind: 'expression',
+    text: channelTypeText({
+      source: '__table.`$entry_utm_source`',
+      medium: '__table.`$entry_utm_medium`',
+      campaign: '__table.`$entry_utm_campaign`',
+      referringDomain: nullIfEmpty('__table.`$entry_referring_domain`'),
+      gadSource: '__table.`$entry_gad_source`',
+      hasGclid: '__table.`$entry_has_gclid`',
+      hasFbclid: '__table.`$entry_has_fbclid`',
+    }),
+  },
+};
+
 const SESSION: LazyJoinSpec = {
   description: "the event's session",
   text: 'SELECT * FROM sessions',
   on: (owner, joined) => eq(f(owner, '$session_id'), f(joined, 'session_id')),
+  virtual: SESSION_VIRTUAL_FIELDS,
 };
 
 function group(index: number): LazyJoinSpec {
@@ -271,16 +292,7 @@ SELECT
   countIf(e.event = '$autocapture') AS \`$autocapture_count\`,
   count() AS \`$event_count\`,
   uniqUpToIf(1)(e.uuid, e.event IN ('$pageview', '$screen', '$autocapture')) AS \`$page_screen_autocapture_count_up_to\`,
-  \`$pageview_count\` + \`$screen_count\` <= 1 AND \`$autocapture_count\` = 0 AND \`$session_duration\` < 10 AS \`$is_bounce\`,
-  ${channelTypeText({
-    source: '`$entry_utm_source`',
-    medium: '`$entry_utm_medium`',
-    campaign: '`$entry_utm_campaign`',
-    referringDomain: nullIfEmpty('`$entry_referring_domain`'),
-    gadSource: '`$entry_gad_source`',
-    hasGclid: '`$entry_has_gclid`',
-    hasFbclid: '`$entry_has_fbclid`',
-  })} AS \`$channel_type\`
+  \`$pageview_count\` + \`$screen_count\` <= 1 AND \`$autocapture_count\` = 0 AND \`$session_duration\` < 10 AS \`$is_bounce\`
 FROM events AS e
 WHERE \`$session_id\` != ''
 GROUP BY session_id`;
