@@ -5,7 +5,7 @@
  * with HogQL's meaning); one without must at least answer 200.
  */
 import t from 'tap';
-import { loadCompatCorpus, runCompatQuery, type CompatOutcome } from '../helpers/compat-corpus.ts';
+import { loadCompatCorpus, runCompatCorpus } from '../helpers/compat-corpus.ts';
 import { loadCompatDataset } from '../helpers/compat-dataset.ts';
 import { startTestWeir } from '../helpers/weir.ts';
 
@@ -14,18 +14,8 @@ const w = await startTestWeir();
 t.teardown(() => w.close());
 await loadCompatDataset(w);
 
-// The queries are sent a few at a time up front, so the file stays fast on a busy machine; each one's
-// outcome is then asserted in its own subtest.
-const outcomes: CompatOutcome[] = new Array<CompatOutcome>(corpus.length);
-let next = 0;
-await Promise.all(
-  Array.from({ length: 4 }, async () => {
-    while (next < corpus.length) {
-      const i = next++;
-      outcomes[i] = await runCompatQuery(w, corpus[i]!);
-    }
-  }),
-);
+// Sent a few at a time up front, then asserted one subtest each.
+const outcomes = await runCompatCorpus(w, corpus);
 
 t.test('the corpus is real and mostly checked', (t) => {
   t.ok(corpus.length >= 120, `${corpus.length} queries`);

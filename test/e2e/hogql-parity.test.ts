@@ -7,7 +7,7 @@
  * is taught these constructs.
  */
 import t from 'tap';
-import { loadParityCorpus, runCompatQuery, type CompatOutcome } from '../helpers/compat-corpus.ts';
+import { loadParityCorpus, runCompatCorpus } from '../helpers/compat-corpus.ts';
 import { loadCompatDataset } from '../helpers/compat-dataset.ts';
 import { startTestWeir } from '../helpers/weir.ts';
 
@@ -29,17 +29,8 @@ const w = await startTestWeir();
 t.teardown(() => w.close());
 await loadCompatDataset(w);
 
-// Sent a few at a time up front, as hogql-compat does, then asserted one subtest each.
-const outcomes: CompatOutcome[] = new Array<CompatOutcome>(corpus.length);
-let next = 0;
-await Promise.all(
-  Array.from({ length: 4 }, async () => {
-    while (next < corpus.length) {
-      const i = next++;
-      outcomes[i] = await runCompatQuery(w, corpus[i]!);
-    }
-  }),
-);
+// Sent a few at a time up front, then asserted one subtest each.
+const outcomes = await runCompatCorpus(w, corpus);
 
 t.test('the corpus is real, mostly checked, and the list names its queries', (t) => {
   t.ok(corpus.length >= 300, `${corpus.length} queries`);

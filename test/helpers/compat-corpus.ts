@@ -184,6 +184,24 @@ export async function runCompatQuery(w: TestWeir, q: CompatQuery): Promise<Compa
 }
 
 /**
+ * Every query of a corpus through the query API, a few at a time (so a file stays fast on a busy machine),
+ * the outcomes in the corpus's order.
+ */
+export async function runCompatCorpus(w: TestWeir, corpus: readonly CompatQuery[]): Promise<CompatOutcome[]> {
+  const outcomes = new Array<CompatOutcome>(corpus.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (next < corpus.length) {
+        const i = next++;
+        outcomes[i] = await runCompatQuery(w, corpus[i]!);
+      }
+    }),
+  );
+  return outcomes;
+}
+
+/**
  * A refusal's message without what only places it (line and column, the list of columns a table has, the
  * failing expression ClickHouse echoes), so the same reason groups together; the name refused is kept.
  */

@@ -1,5 +1,9 @@
-/** Helpers for dialect tests: trees without positions, and a compact S-expression view of expressions. */
+/** Helpers for dialect tests: trees without positions, a compact S-expression view, what a text is refused with. */
 import type { Expr, Query, TypeArg } from '../../src/query/dialect/ast.ts';
+import { DialectSyntaxError } from '../../src/query/dialect/errors.ts';
+import { parseDialect } from '../../src/query/dialect/parser.ts';
+import { QueryResolveError } from '../../src/query/resolver/errors.ts';
+import { resolveQuery } from '../../src/query/resolver/resolver.ts';
 
 /** A deep copy without `pos`, so that trees from different texts compare by shape alone. */
 export function stripPositions<T>(value: T): T {
@@ -109,4 +113,26 @@ export function onlyColumn(q: Query): Expr {
   if (q.kind !== 'select' || q.columns.length !== 1) throw new Error('expected a one-column SELECT');
   const c = q.columns[0]!;
   return c.kind === 'alias' ? c.expr : c;
+}
+
+/** `reason @line:column` of the parser's refusal, or 'accepted'. */
+export function syntaxError(text: string): string {
+  try {
+    parseDialect(text);
+  } catch (err) {
+    if (err instanceof DialectSyntaxError) return `${err.reason} @${err.line}:${err.column}`;
+    throw err;
+  }
+  return 'accepted';
+}
+
+/** The resolver's reason for refusing a query that parses, or `accepted`. */
+export function refusal(text: string): string {
+  try {
+    resolveQuery(parseDialect(text));
+  } catch (err) {
+    if (err instanceof QueryResolveError) return err.reason;
+    throw err;
+  }
+  return 'accepted';
 }

@@ -7,24 +7,12 @@
 import t, { type Test } from 'tap';
 import { printClickHouse } from '../../src/query/clickhouse/printer.ts';
 import { bindVariables } from '../../src/query/clickhouse/variables.ts';
-import { DialectSyntaxError } from '../../src/query/dialect/errors.ts';
 import { parseDialect } from '../../src/query/dialect/parser.ts';
 import { printDialect } from '../../src/query/dialect/print-dialect.ts';
-import { QueryResolveError } from '../../src/query/resolver/errors.ts';
 import { resolveQuery } from '../../src/query/resolver/resolver.ts';
-import { onlyColumn, sexpr, stripPositions } from '../helpers/dialect-tree.ts';
+import { onlyColumn, refusal, sexpr, stripPositions, syntaxError } from '../helpers/dialect-tree.ts';
 
 const tree = (expr: string): string => sexpr(onlyColumn(parseDialect(`SELECT ${expr}`)));
-
-function syntaxError(text: string): string {
-  try {
-    parseDialect(text);
-  } catch (err) {
-    if (err instanceof DialectSyntaxError) return `${err.reason} @${err.line}:${err.column}`;
-    throw err;
-  }
-  return 'accepted';
-}
 
 /** Printed, and the printed text parses back to the same tree. */
 function roundTrip(t: Test, text: string): string {
@@ -37,16 +25,6 @@ function roundTrip(t: Test, text: string): string {
 function sql(text: string): string {
   const resolved = resolveQuery(parseDialect(text));
   return printClickHouse(resolved, bindVariables(resolved.variables, {}), 1).sql.replace(/ SETTINGS .*$/, '');
-}
-
-function refusal(text: string): string {
-  try {
-    resolveQuery(parseDialect(text));
-  } catch (err) {
-    if (err instanceof QueryResolveError) return err.reason;
-    throw err;
-  }
-  return 'resolved';
 }
 
 t.test('set operators: UNION [DISTINCT] and INTERSECT [DISTINCT], EXCEPT, kept in the order written', (t) => {

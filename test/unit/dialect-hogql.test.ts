@@ -6,26 +6,14 @@ import t from 'tap';
 import { printClickHouse } from '../../src/query/clickhouse/printer.ts';
 import { bindVariables } from '../../src/query/clickhouse/variables.ts';
 import type { SelectQuery } from '../../src/query/dialect/ast.ts';
-import { DialectSyntaxError } from '../../src/query/dialect/errors.ts';
 import { parseDialect } from '../../src/query/dialect/parser.ts';
 import { printDialect } from '../../src/query/dialect/print-dialect.ts';
-import { QueryResolveError } from '../../src/query/resolver/errors.ts';
 import { hogqlCall } from '../../src/query/resolver/hogql-functions.ts';
 import { resolveQuery } from '../../src/query/resolver/resolver.ts';
-import { onlyColumn, sexpr, stripPositions } from '../helpers/dialect-tree.ts';
+import { onlyColumn, refusal, sexpr, stripPositions, syntaxError } from '../helpers/dialect-tree.ts';
 
 const tree = (expr: string): string => sexpr(onlyColumn(parseDialect(`SELECT ${expr}`)));
 const printed = (text: string): string => printDialect(parseDialect(text));
-
-function syntaxError(text: string): string {
-  try {
-    parseDialect(text);
-  } catch (err) {
-    if (err instanceof DialectSyntaxError) return `${err.reason} @${err.line}:${err.column}`;
-    throw err;
-  }
-  return 'accepted';
-}
 
 /** The printed ClickHouse SQL, each store table shown as <name>, without the run's settings and row cap. */
 function sql(text: string): string {
@@ -33,16 +21,6 @@ function sql(text: string): string {
   return printClickHouse(resolved, bindVariables(resolved.variables, {}), 1)
     .sql.replace(/\(SELECT [^()]*(?:\([^()]*\)[^()]*)* FROM default\.(\w+) [^]*?\) AS (\w+)/g, '<$1> AS $2')
     .replace(/ LIMIT 50001 SETTINGS .*$/, '');
-}
-
-function refusal(text: string): string {
-  try {
-    resolveQuery(parseDialect(text));
-  } catch (err) {
-    if (err instanceof QueryResolveError) return err.reason;
-    throw err;
-  }
-  return 'accepted';
 }
 
 t.test('?? is ifNull, looser than comparisons and IS NULL, tighter than NOT and AND', (t) => {
