@@ -21,7 +21,6 @@ const NOT_YET: Readonly<Record<string, string>> = {
     'wrong: * over a subquery that repeats a column gives it twice (PostHog names only the last)',
   'resolver-column-alias-chain':
     'refused: ClickHouse: Duplicate aliases e for table expressions in FROM section are not allowed.',
-  'sessions-batch-export-select': "refused: Unknown column 'max_inserted_at'",
 };
 
 const corpus = loadParityCorpus();

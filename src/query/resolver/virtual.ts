@@ -252,7 +252,9 @@ const entry = (property: string, name: string): string =>
 /**
  * PostHog's `sessions` table, derived from events: one row per `$session_id`. Entry and end are the first and
  * last events with a URL; a bounce is a session of at most one pageview or screen, no autocapture, under 10
- * seconds. `$exit_*` are PostHog's other names for `$end_*`, `id` for `session_id`. The channel is PostHog's
+ * seconds. `$exit_*` are PostHog's other names for `$end_*`, `id` for `session_id`; `session_id_v7` is the id as
+ * the UUID posthog-js makes it, `max_inserted_at` when Weir last received one of its events (PostHog's columns of
+ * its stored sessions, which its batch export reads). The channel is PostHog's
  * classification of the entry's utm values, referring domain and click ids, as its sessions v2 reads them (an
  * empty value as none).
  */
@@ -260,10 +262,12 @@ export const SESSIONS_TEXT = `
 SELECT
   \`$session_id\` AS session_id,
   session_id AS id,
+  toUUIDOrNull(session_id) AS session_id_v7,
   any(e.project_id) AS team_id,
   argMin(e.distinct_id, e.timestamp) AS distinct_id,
   min(e.timestamp) AS \`$start_timestamp\`,
   max(e.timestamp) AS \`$end_timestamp\`,
+  max(e.created_at) AS max_inserted_at,
   dateDiff('second', \`$start_timestamp\`, \`$end_timestamp\`) AS \`$session_duration\`,
   \`$session_duration\` AS duration,
   groupUniqArrayIf(properties.$current_url, properties.$current_url != '') AS \`$urls\`,
