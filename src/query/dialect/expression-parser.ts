@@ -258,7 +258,8 @@ export abstract class ExpressionParser extends TokenCursor {
           );
           const right = this.parseBinary(infix.prec + 1);
           left = { kind: 'binary', op: infix.op, left, right, pos: this.span(first) };
-          if (this.dateRangePlaceholders.delete(left.left) || this.dateRangePlaceholders.delete(left.right))
+          const bounds = this.dateRangePlaceholders;
+          if (bounds.size > 0 && (bounds.delete(left.left) || bounds.delete(left.right)))
             left = { kind: 'boolean', value: true, pos: left.pos };
           break;
         }

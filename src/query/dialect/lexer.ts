@@ -120,14 +120,17 @@ class Lexer {
   run(): Token[] {
     const n = this.text.length;
     for (;;) {
-      const frame = this.frames.at(-1);
-      if (frame?.kind === 'children') {
-        this.children();
-        continue;
-      }
-      if (frame?.kind === 'template') {
-        this.template();
-        continue;
+      // Plain SQL (no frame) is the common case, so it is tested first.
+      const frame = this.frames.length === 0 ? undefined : this.frames[this.frames.length - 1]!;
+      if (frame !== undefined && frame.kind !== 'expr') {
+        if (frame.kind === 'children') {
+          this.children();
+          continue;
+        }
+        if (frame.kind === 'template') {
+          this.template();
+          continue;
+        }
       }
       this.skipTrivia();
       if (this.i >= n) break;
@@ -372,8 +375,9 @@ class Lexer {
     }
     if (isIdentStart(c)) return this.word();
     if (c === 0x3c && this.tagStartsHere()) return this.openTag();
-    const frame = this.frames.at(-1);
-    if (frame?.kind === 'expr' && (c === 0x7b || c === 0x7d)) {
+    const frame =
+      (c === 0x7b || c === 0x7d) && this.frames.length > 0 ? this.frames[this.frames.length - 1]! : undefined;
+    if (frame?.kind === 'expr') {
       // Braces inside an expression of a tag or an f-string: the one that closes it ends the expression.
       const at = this.here();
       this.i++;
