@@ -259,7 +259,9 @@ class Printer {
   }
 
   private sample(s: SampleClause): string {
-    const ratio = (e: Expr): string => this.expr(e, 0).replace(/ \/ /, '/');
+    // A ratio is a number or `a/b` of two (the parser makes no other), printed as ClickHouse writes it.
+    const ratio = (e: Expr): string =>
+      e.kind === 'binary' ? `${this.expr(e.left, 0)}/${this.expr(e.right, 0)}` : this.expr(e, 0);
     return `SAMPLE ${ratio(s.ratio)}${s.offset ? ` OFFSET ${ratio(s.offset)}` : ''}`;
   }
 

@@ -191,26 +191,29 @@ export function domainTypeText(referringDomain: string): string {
   return `if(${referringDomain} = '$direct', '$direct', arrayFirst(__type -> isNotNull(__type), ${typed}))`;
 }
 
+/** HogQL's lookup functions over the channel definitions: which names each reads, and which value of a class. */
+const LOOKUPS = {
+  lookupDomainType: ['source', 'domainType'],
+  lookupPaidSourceType: ['source', 'paid'],
+  lookupOrganicSourceType: ['source', 'organic'],
+  lookupPaidMediumType: ['medium', 'paid'],
+  lookupOrganicMediumType: ['medium', 'organic'],
+} as const satisfies Record<string, readonly ['source' | 'medium', keyof ChannelClass]>;
+
+/** The lookup functions by every name HogQL gives them (each also as `hogql_…`). */
+export const LOOKUP_FUNCTION_NAMES: readonly string[] = Object.keys(LOOKUPS).flatMap((n) => [
+  n,
+  `hogql_${n}`,
+]);
+
 /**
- * HogQL's lookup functions over the channel definitions (`lookupDomainType`, `lookupPaidSourceType`, …, and
- * their `hogql_` names), as a lambda of one name: its class's value, the name as written first, then cut to
- * its first significant subdomain; NULL when neither is listed.
+ * A lookup function as a lambda of one name: its class's value, the name as written first, then cut to its
+ * first significant subdomain; NULL when neither is listed. Made when a query first calls it (it carries the
+ * definitions' arrays, tens of KB), not when the resolver is loaded.
  */
-export const LOOKUP_FUNCTIONS: Readonly<Record<string, string>> = Object.fromEntries(
-  (
-    [
-      ['lookupDomainType', CHANNEL_DEFINITIONS.source, 'domainType'],
-      ['lookupPaidSourceType', CHANNEL_DEFINITIONS.source, 'paid'],
-      ['lookupOrganicSourceType', CHANNEL_DEFINITIONS.source, 'organic'],
-      ['lookupPaidMediumType', CHANNEL_DEFINITIONS.medium, 'paid'],
-      ['lookupOrganicMediumType', CHANNEL_DEFINITIONS.medium, 'organic'],
-    ] as const
-  ).flatMap(([name, names, field]) => {
-    const value = (key: string): string => classValue(lookup(key, names), field);
-    const lambda = `__name -> coalesce(${value("coalesce(__name, '')")}, ${value("cutToFirstSignificantSubdomain(coalesce(__name, ''))")})`;
-    return [
-      [name, lambda],
-      [`hogql_${name}`, lambda],
-    ];
-  }),
-);
+export function lookupLambdaText(name: string): string {
+  const base = name.replace(/^hogql_/, '') as keyof typeof LOOKUPS;
+  const [kind, field] = LOOKUPS[base];
+  const value = (key: string): string => classValue(lookup(key, CHANNEL_DEFINITIONS[kind]), field);
+  return `__name -> coalesce(${value("coalesce(__name, '')")}, ${value("cutToFirstSignificantSubdomain(coalesce(__name, ''))")})`;
+}

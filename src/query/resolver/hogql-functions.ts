@@ -12,7 +12,7 @@
  */
 import { languages } from 'countries-list';
 import { parseDialect, type Call, type Expr, type Span } from '../dialect/mod.ts';
-import { LOOKUP_FUNCTIONS } from './channel-type.ts';
+import { LOOKUP_FUNCTION_NAMES, lookupLambdaText } from './channel-type.ts';
 import { QueryResolveError, shown } from './errors.ts';
 import { functionKind } from './functions.ts';
 
@@ -272,9 +272,9 @@ const FORMS: Readonly<Record<string, { readonly arity: readonly number[]; readon
   },
   // The HogQLX components PostHog's functions make: a replay button for a session, a CSP report's explainer.
   ...Object.fromEntries(
-    Object.entries(LOOKUP_FUNCTIONS).map(([name, lambda]) => [
+    LOOKUP_FUNCTION_NAMES.map((name) => [
       name,
-      { arity: [1], form: ([x]: readonly Expr[]) => lookupCall(lambda, x!) },
+      { arity: [1], form: ([x]: readonly Expr[]) => lookupCall(name, x!) },
     ]),
   ),
   recordingButton: {
@@ -408,14 +408,14 @@ export function hogqlCall(e: Call): Expr {
 const lookupLambdas = new Map<string, Expr>();
 
 /** A channel-definitions lookup of `x`: the lambda applied to it (channel-type.ts has why it is a lambda). */
-function lookupCall(lambda: string, x: Expr): Expr {
-  let fn_ = lookupLambdas.get(lambda);
+function lookupCall(name: string, x: Expr): Expr {
+  let fn_ = lookupLambdas.get(name);
   if (fn_ === undefined) {
-    const q = parseDialect(`SELECT arrayMap(${lambda}, [])`);
+    const q = parseDialect(`SELECT arrayMap(${lookupLambdaText(name)}, [])`);
     const c = q.kind === 'select' ? q.columns[0] : undefined;
     if (c?.kind !== 'call') throw new Error('a lookup lambda is a call');
     fn_ = c.args[0]!;
-    lookupLambdas.set(lambda, fn_);
+    lookupLambdas.set(name, fn_);
   }
   return fn('arrayElement', [
     fn('arrayMap', [fn_, { kind: 'array', items: [x] }]),
