@@ -566,21 +566,30 @@ export abstract class ExpressionParser extends TokenCursor {
     return { kind: 'placeholder', name, pos: this.span(open) };
   }
 
+  /** In an f-string or a tag's children: a run of text (a string) or `{expr}`; null at anything else. */
+  private parseTextPart(where: string): Expr | null {
+    const t = this.tok;
+    if (t.type === 'text') {
+      this.next();
+      return { kind: 'string', value: t.value, pos: this.span(t) };
+    }
+    if (!this.isPunct('{')) return null;
+    const brace = this.next();
+    this.requireExpression(`after '{' ${where}`);
+    const expr = this.parseExpr();
+    this.expectClose(brace);
+    return expr;
+  }
+
   /** HogQL's `f'text {expr} text'`: the concatenation of its parts (one part alone is itself). */
   private parseTemplate(): Expr {
     const open = this.next();
     this.enter(open);
     const parts: Expr[] = [];
     while (!this.isPunct("'")) {
-      const t = this.tok;
-      if (t.type === 'text') {
-        this.next();
-        parts.push({ kind: 'string', value: t.value, pos: this.span(t) });
-      } else if (this.isPunct('{')) {
-        const brace = this.next();
-        this.requireExpression("after '{' in an f-string");
-        parts.push(this.parseExpr());
-        this.expectClose(brace);
+      const part = this.parseTextPart('in an f-string');
+      if (part !== null) {
+        parts.push(part);
       } else {
         this.fail(`unexpected ${this.describe()} in an f-string`);
       }
@@ -626,15 +635,9 @@ export abstract class ExpressionParser extends TokenCursor {
     const children: Expr[] = [];
     const childrenAt = this.tok;
     while (!this.isPunct('</')) {
-      const t = this.tok;
-      if (t.type === 'text') {
-        this.next();
-        children.push({ kind: 'string', value: t.value, pos: this.span(t) });
-      } else if (this.isPunct('{')) {
-        const brace = this.next();
-        this.requireExpression("after '{' in a tag");
-        children.push(this.parseExpr());
-        this.expectClose(brace);
+      const part = this.parseTextPart('in a tag');
+      if (part !== null) {
+        children.push(part);
       } else if (this.isPunct('<')) {
         children.push(this.parseTag());
       } else {
