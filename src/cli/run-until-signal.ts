@@ -1,5 +1,5 @@
 import type { Config } from '../config/config.ts';
-import type { Logger } from '../core/logger.ts';
+import { endLog, type Logger } from '../core/logger.ts';
 import type { TeardownState } from '../roles/teardown.ts';
 
 /**
@@ -30,11 +30,16 @@ export function runUntilSignal(
   config: Pick<Config, 'shutdownDeadlineSeconds'>,
 ): number {
   let stopping = false;
-  const exit = (code: number): never => {
-    logger.flush();
-    process.exit(code);
+  let exiting = false;
+  const exit = (code: number): void => {
+    // The first outcome wins: a deadline passing while the log is written out does not exit a second time.
+    if (exiting) return;
+    exiting = true;
+    process.exitCode = code;
+    endLog(logger, () => process.exit(code));
   };
-  const cutShort = (why: string, fields: Record<string, unknown>): never => {
+  const cutShort = (why: string, fields: Record<string, unknown>): void => {
+    if (exiting) return;
     const state = role.shutdownState();
     const during = state.step === undefined ? 'between steps' : `during "${state.step}"`;
     logger.error(
@@ -47,7 +52,7 @@ export function runUntilSignal(
       },
       `${why}: exiting ${during}${state.leaves === undefined ? '' : `; ${state.leaves}`}`,
     );
-    return exit(EXIT_CUT_SHORT);
+    exit(EXIT_CUT_SHORT);
   };
   const stop = (signal: string): void => {
     if (stopping) {
@@ -67,6 +72,7 @@ export function runUntilSignal(
     role.close().then(
       () => exit(EXIT_CLEAN),
       (err: unknown) => {
+        if (exiting) return;
         // Each failed step has had its line; this one is the outcome a supervisor sees last.
         logger.error(
           { err, exitCode: EXIT_CLOSE_FAILED },

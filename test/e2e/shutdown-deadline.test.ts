@@ -88,6 +88,15 @@ async function terminate(
       deadlineSeconds * 1000 + SLACK_MS,
       'the process to exit after SIGTERM',
     );
+    // 'exit' can come before the last of the output has been read from the pipes.
+    await waitFor(
+      () =>
+        Promise.resolve(
+          child.stdout?.readableEnded !== false && child.stderr?.readableEnded !== false ? true : undefined,
+        ),
+      SLACK_MS,
+      'the output of the exited process',
+    );
   } catch (err) {
     child.kill('SIGKILL');
     throw new Error(`${(err as Error).message}; its output:\n${proc.output().slice(-4000)}`, {
@@ -174,6 +183,7 @@ await t.test('weir ingest on a ClickHouse server that goes away', async (t) => {
         msg: /^shutdown finished with a failed step: \d+ batch\(es\) .* left unacknowledged on the bus and will be redelivered/,
       },
       'the last line says the batches are left on the bus',
+      { output: first.output().slice(-4000) },
     );
   });
 
