@@ -15,12 +15,6 @@ import { startTestWeir } from '../helpers/weir.ts';
 const NOT_YET: Readonly<Record<string, string>> = {
   'parser-hogqlx-actors-query-source':
     'refused: Syntax error: <ActorsQuery> cannot be a table: only <HogQLQuery query="…" /> can stand in FROM',
-  'printer-hidden-alias-timestamp':
-    'wrong: * over a subquery that repeats a column gives it twice (PostHog names only the last)',
-  'printer-hidden-alias-double-property':
-    'wrong: * over a subquery that repeats a column gives it twice (PostHog names only the last)',
-  'resolver-column-alias-chain':
-    'refused: ClickHouse: Duplicate aliases e for table expressions in FROM section are not allowed.',
 };
 
 const corpus = loadParityCorpus();

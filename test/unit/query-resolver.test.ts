@@ -440,3 +440,43 @@ t.test('a text property compared with a number literal compares with the numberâ
   t.match(sql('SELECT 1 FROM events WHERE event = 1'), 'event = 1', 'a column keeps its own type');
   t.end();
 });
+
+t.test('a column alias may share a table aliasâ€™s name: the table is printed under another', (t) => {
+  const printed = (q: string): string => sql(q).replace(/\(SELECT project_id[^)]*\)/g, '(events)');
+  t.equal(
+    printed("SELECT event AS ee, ee, ee AS e, e.timestamp FROM events e WHERE e.event = 'test'"),
+    "SELECT event AS ee, ee, ee AS e, e__table.timestamp FROM (events) AS e__table WHERE e__table.event = 'test' LIMIT 50001",
+  );
+  t.match(
+    printed('SELECT 1 AS e, e.* FROM events e'),
+    'SELECT 1 AS e, e__table.* FROM (events) AS e__table',
+    'a qualified star follows the table',
+  );
+  t.match(
+    printed('SELECT 1 AS e, e__table.event FROM events e__table JOIN events e ON e.uuid = e__table.uuid'),
+    'AS e__table2 ON e__table2.uuid = e__table.uuid',
+    'the new name is one no other table has',
+  );
+  t.match(
+    printed('SELECT event AS e FROM events e WHERE e.uuid IN (SELECT e.uuid FROM events e)'),
+    'IN (SELECT e.uuid FROM (events) AS e)',
+    'a nested query keeps its own tables',
+  );
+  t.end();
+});
+
+t.test('* over a subquery that repeats a name gives the name once, as PostHog does', (t) => {
+  const head = (q: string): string => /^SELECT (.*?) FROM/.exec(sql(q))![1]!;
+  t.equal(head('SELECT * FROM (SELECT timestamp, timestamp FROM events)'), 'timestamp');
+  t.equal(head('SELECT * FROM (SELECT properties.$browser, properties.$browser FROM events)'), '$browser');
+  t.match(
+    sql('WITH x AS (SELECT event, event FROM events) SELECT * FROM x'),
+    ') SELECT x.event FROM x LIMIT',
+  );
+  t.equal(head('SELECT * FROM (SELECT event, timestamp FROM events)'), '*', 'without a repeat, * stays');
+  t.equal(
+    resolveQuery(parseDialect('SELECT * FROM (SELECT event, event, timestamp FROM events)')).columns.join(),
+    'event,timestamp',
+  );
+  t.end();
+});

@@ -8,7 +8,14 @@ import { QueryResolveError, shown } from './errors.ts';
 import { expr } from './expressions.ts';
 import { hasOwn, NULLABLE, PLAIN, type ColumnInfo, type Scope, type Source } from './scope.ts';
 
-export function column(cx: Context, c: ColumnExpr, scope: Scope, out: OutColumn[], top: boolean): ColumnExpr {
+/** A column of a SELECT, resolved: more than one where a `*` names the columns of a source that repeats one. */
+export function column(
+  cx: Context,
+  c: ColumnExpr,
+  scope: Scope,
+  out: OutColumn[],
+  top: boolean,
+): ColumnExpr | ColumnExpr[] {
   if (c.kind === 'alias') {
     const defining = cx.defining;
     cx.defining = c.alias;
@@ -24,7 +31,13 @@ export function column(cx: Context, c: ColumnExpr, scope: Scope, out: OutColumn[
     const sources = c.table === null ? scope.sources : [starSource(c.table, scope, c.pos)];
     if (sources.length === 0) throw new QueryResolveError("'*' needs a FROM clause", c.pos);
     for (const s of sources) for (const [name, info] of s.columns) out.push({ name, info });
-    return c;
+    if (!sources.some((s) => s.repeats === true)) return c;
+    // ClickHouse's `*` would give a repeated name twice; PostHog's names it once.
+    return sources.flatMap((s) =>
+      [...s.columns.keys()].map((name) =>
+        expr(cx, { kind: 'field', chain: s.name === null ? [name] : [s.name, name], pos: c.pos }, scope),
+      ),
+    );
   }
   const resolved = expr(cx, c, scope);
   const field = cx.expressionFields.get(resolved);
@@ -38,8 +51,17 @@ export function column(cx: Context, c: ColumnExpr, scope: Scope, out: OutColumn[
   if (!top && c.kind === 'field' && key?.kind === 'string' && freeName(key.value, scope, out)) {
     // As HogQL names it: a property read in a subquery or CTE is a column named by its key, so the query
     // around reads `button_text` from `SELECT properties.button_text …`.
-    out.push({ name: key.value, info: infoOf(cx, resolved) });
+    out.push({ name: key.value, info: infoOf(cx, resolved), text: printDialectExpr(c) });
     return { kind: 'alias', expr: resolved, alias: key.value, pos: c.pos };
+  }
+  if (!top && c.kind === 'field' && key?.kind === 'string') {
+    // The same property read again is a column of the same name, as in PostHog: left unaliased, since
+    // the query around reads it by the first's alias.
+    const text = printDialectExpr(c);
+    if (out.some((o) => o.name === key.value && o.text === text)) {
+      out.push({ name: key.value, info: infoOf(cx, resolved) });
+      return resolved;
+    }
   }
   out.push({ name: columnName(c, resolved), info: infoOf(cx, resolved) });
   return resolved;

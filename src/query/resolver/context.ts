@@ -11,6 +11,8 @@ import type { ColumnInfo, Scope, Source } from './scope.ts';
 export interface OutColumn {
   readonly name: string;
   readonly info: ColumnInfo;
+  /** The dialect text of a property column named by its key, to tell the same read again. */
+  readonly text?: string;
 }
 
 export interface Resolved {

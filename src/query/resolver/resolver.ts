@@ -29,6 +29,7 @@ import { NullSafety } from './null-safety.ts';
 import { foldPrewhere } from './prewhere.ts';
 import { Properties, type PropertyTypeLookup } from './properties.ts';
 import { Scope, type Source } from './scope.ts';
+import { distinctTableAliases } from './table-aliases.ts';
 import { columnMap, from } from './tables.ts';
 
 export type { PropertyTypeLookup } from './properties.ts';
@@ -124,7 +125,7 @@ function select(cx: Context, s: SelectQuery, parent: Scope, top: boolean): Resol
     if (w.kind === 'withExpr') withItems[i] = withItem(cx, w, scope);
   });
   const outColumns: OutColumn[] = [];
-  const columns = s.columns.map((c) => column(cx, c, scope, outColumns, top));
+  const columns = s.columns.flatMap((c) => column(cx, c, scope, outColumns, top));
   const prewhere = s.prewhere ? expr(cx, s.prewhere, scope) : null;
   const where = s.where ? expr(cx, s.where, scope) : null;
   const rewritten: SelectQuery = {
@@ -147,10 +148,9 @@ function select(cx: Context, s: SelectQuery, parent: Scope, top: boolean): Resol
     limit: s.limit && expr(cx, s.limit, scope),
     offset: s.offset && expr(cx, s.offset, scope),
   };
-  if (scope.lazyJoins.size > 0 && fromClause !== null) {
-    return { query: withLazyJoins(rewritten, fromClause, scope), columns: outColumns };
-  }
-  return { query: rewritten, columns: outColumns };
+  const joined =
+    scope.lazyJoins.size > 0 && fromClause !== null ? withLazyJoins(rewritten, fromClause, scope) : rewritten;
+  return { query: distinctTableAliases(joined, scope), columns: outColumns };
 }
 
 /** A SELECT with the joins its virtual fields made added to its FROM. */
@@ -171,7 +171,8 @@ function withLazyJoins(rewritten: SelectQuery, fromClause: FromClause, scope: Sc
 function withItem(cx: Context, w: WithItem, scope: Scope): WithItem {
   if (w.kind === 'withQuery') {
     const out = resolve(cx, w.query, new Scope(scope));
-    scope.ctes.set(w.name, { name: w.name, columns: columnMap(out.columns) });
+    const columns = columnMap(out.columns);
+    scope.ctes.set(w.name, { name: w.name, columns, repeats: columns.size < out.columns.length });
     return { ...w, query: out.query };
   }
   const resolved = expr(cx, w.expr, scope);

@@ -28,6 +28,8 @@ export interface Source {
   /** What it is, for messages: "table events", "subquery a", "CTE active". */
   readonly description: string;
   readonly columns: ReadonlyMap<string, ColumnInfo>;
+  /** Its query yields a name more than once: `*` over it names each once, as PostHog's does (the first's value). */
+  readonly repeats?: boolean;
   /** Column types, for messages; empty for derived tables. */
   readonly types: ReadonlyMap<string, string>;
   /** Fields that read another table through a join made when used (`pdi`, `person`, `session` on events). */
@@ -46,6 +48,7 @@ export interface LazyJoin {
 export interface Cte {
   readonly name: string;
   readonly columns: ReadonlyMap<string, ColumnInfo>;
+  readonly repeats: boolean;
 }
 
 export class Scope {

@@ -112,11 +112,14 @@ function namedTable(cx: Context, t: TableRef, scope: Scope): Table {
     if (sample) throw sampleRefused(t.name, t.sample?.pos);
     return {
       rewritten: { ...t, final: false, sample: null },
-      source: derivedSource(
-        name,
-        `CTE ${shown(t.name)}`,
-        [...cte.columns].map(([n, info]) => ({ name: n, info })),
-      ),
+      source: {
+        ...derivedSource(
+          name,
+          `CTE ${shown(t.name)}`,
+          [...cte.columns].map(([n, info]) => ({ name: n, info })),
+        ),
+        repeats: cte.repeats,
+      },
     };
   }
   const derived = DERIVED_TABLES.get(t.name);
@@ -290,7 +293,8 @@ export function columnMap(columns: readonly OutColumn[]): Map<string, ColumnInfo
 }
 
 function derivedSource(name: string | null, description: string, columns: readonly OutColumn[]): Source {
-  return { name, description, columns: columnMap(columns), types: new Map() };
+  const map = columnMap(columns);
+  return { name, description, columns: map, repeats: map.size < columns.length, types: new Map() };
 }
 
 function ratioPart(e: Expr): number {
