@@ -107,7 +107,8 @@ lines.push('## Parity corpus', '');
 lines.push(
   `${parityOutcomes.length} more queries (test/fixtures/dialect/parity): PostHog's own HogQL tests, the HogQL its`,
   `code runs and its HogQL extensions reference, every one accepted by PostHog's parser, ${parity.filter((q) => q.expect).length}`,
-  'of them with an answer computed by hand on the same dataset, run through the same query API.',
+  `of them with an answer computed by hand on the same dataset and ${parity.filter((q) => q.refused).length} that PostHog's run refuses too`,
+  '(right when refused with a 4xx), run through the same query API.',
   '',
 );
 lines.push(...section(parityOutcomes, '###'));
