@@ -262,8 +262,19 @@ export interface ProjectPatch {
   readonly anonymizeIps?: boolean;
 }
 
-/** What a personal API key may do (SPEC §3); `*` is every scope. */
-export const SCOPES = ['query:read', 'endpoint:read', 'endpoint:write', 'project:write', '*'] as const;
+/**
+ * What a personal API key may do (SPEC §3); `*` is every scope. `person:read` lists persons; `person:write`
+ * deletes them (with their events), as PostHog's scopes of those names.
+ */
+export const SCOPES = [
+  'query:read',
+  'endpoint:read',
+  'endpoint:write',
+  'project:write',
+  'person:read',
+  'person:write',
+  '*',
+] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** The projects a personal API key reaches: the ids it lists, or `'*'` for every project. */

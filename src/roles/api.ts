@@ -2,6 +2,7 @@ import type { HttpApp } from '../http/transport.ts';
 import { registerEndpointRoutes } from '../api/endpoint-routes.ts';
 import { registerEndpointRunRoutes } from '../api/endpoint-run-routes.ts';
 import { registerManagementRoutes } from '../api/management-routes.ts';
+import { registerPersonRoutes } from '../api/person-routes.ts';
 import { registerQuarantineRoutes } from '../api/quarantine-routes.ts';
 import { registerQueryRoutes } from '../api/query-routes.ts';
 import { registerConsoleRoutes } from '../console/console-routes.ts';
@@ -128,6 +129,7 @@ export function mountApi(
   });
   registerManagementRoutes(app, deps);
   registerPropertyDefinitionRoutes(app, deps);
+  registerPersonRoutes(app, { ...deps, database });
   if (deps.quarantine) registerQuarantineRoutes(app, { ...deps, quarantine: deps.quarantine });
   registerQueryRoutes(app, { ...deps, limits, database, properties: deps.propertyDefinitions });
   registerEndpointRoutes(app, { ...deps, onEndpointChanged, materializations });
