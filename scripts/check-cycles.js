@@ -38,6 +38,8 @@ const ALLOWED = {
   ingest: ['bus', 'store'],
   query: ['store', 'catalog'],
   api: ['query', 'store', 'catalog', 'http'],
+  // Erasure, retention and project deletion: the store and catalog through their ports.
+  lifecycle: [],
   // The web console's static files and their routes.
   console: ['http'],
   roles: ['*'],

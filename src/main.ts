@@ -14,7 +14,14 @@ import type { OpenedStore } from './store/open-store.ts';
 import { mountCapture } from './roles/capture-role.ts';
 import { openGeoip } from './roles/geoip.ts';
 import type { GeoipSource } from './capture/geoip.ts';
-import { consumeBus, openDataDir, openPropertyDefinitions, startIngest, type Weir } from './roles/owner.ts';
+import {
+  consumeBus,
+  openDataDir,
+  openPropertyDefinitions,
+  startDeletions,
+  startIngest,
+  type Weir,
+} from './roles/owner.ts';
 import type { PropertyDefinitionRegistry } from './ingest/property-definitions.ts';
 import { httpTransport, serveRole } from './roles/serve.ts';
 import { CUT_OFF_REQUESTS, PUBLISHED, Teardown } from './roles/teardown.ts';
@@ -41,6 +48,8 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
       teardown,
     );
     const bus = await openBus(config, { ingest, metrics, logger }, teardown);
+    const deletions = startDeletions(config, { catalog, store, ingest, logger }, teardown);
+    const onDeletion = (): void => deletions.wake();
 
     const transport = httpTransport(config, logger);
     const app = transport.createApp();
@@ -48,7 +57,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
       const served = await serveWithCaptureThreads(
         app,
         capturedBy(config, transport, logger),
-        { transport, catalog, store, bus, metrics, logger, propertyDefinitions, geoip },
+        { transport, catalog, store, bus, metrics, logger, propertyDefinitions, geoip, onDeletion },
         teardown,
       );
       return { ...served, catalog, metrics, store };
@@ -57,7 +66,7 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
     mountApi(
       app,
       config,
-      { catalog, store, quarantine: store, inFlight, logger, metrics, propertyDefinitions },
+      { catalog, store, quarantine: store, inFlight, logger, metrics, propertyDefinitions, onDeletion },
       teardown,
     );
     const served = await serveRole(
@@ -97,15 +106,16 @@ async function serveWithCaptureThreads(
     logger: Logger;
     propertyDefinitions: PropertyDefinitionRegistry;
     geoip: GeoipSource | undefined;
+    onDeletion: () => void;
   },
   teardown: Teardown,
 ): Promise<Pick<Weir, 'port' | 'url' | 'close' | 'shutdownState'>> {
-  const { transport, catalog, store, bus, metrics, logger, propertyDefinitions } = deps;
+  const { transport, catalog, store, bus, metrics, logger, propertyDefinitions, onDeletion } = deps;
   const inFlight = new InFlight();
   mountApi(
     app,
     config,
-    { catalog, store, quarantine: store, inFlight, logger, metrics, propertyDefinitions },
+    { catalog, store, quarantine: store, inFlight, logger, metrics, propertyDefinitions, onDeletion },
     teardown,
   );
   // Set once the threads run; the ops routes are registered (and may be asked) before that.

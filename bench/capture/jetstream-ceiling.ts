@@ -76,6 +76,9 @@ export async function ceilingMessages(mode: Mode): Promise<CeilingMessages> {
     apiToken: API_KEY,
     createdAt: new Date().toISOString(),
     anonymizeIps: false,
+    eventRetentionDays: null,
+    suppressedDistinctIds: [],
+    dataDeletedAt: null,
   };
   const catalog: ProjectKeys = {
     projectByApiToken: (token) => (token === API_KEY ? project : undefined),

@@ -1,8 +1,10 @@
 import type { HttpApp } from '../http/transport.ts';
 import type { Logger } from '../core/logger.ts';
-import type { Catalog, TableReader } from '../core/ports.ts';
+import type { Catalog, Deletion, TableReader } from '../core/ports.ts';
+import { suppressionHash } from '../core/suppression.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import {
+  distinctIdsOfPersons,
   getPerson,
   listPersons,
   PERSON_FILTER_OPERATORS,
@@ -12,8 +14,8 @@ import {
 } from '../query/persons/person-reads.ts';
 import { AppError } from '../errors/app-error.ts';
 import { apiRoute, type ApiRequest } from './api-route.ts';
-import { projectWithScope } from './auth.ts';
-import { invalid } from './json-input.ts';
+import { authenticate, projectWithScope } from './auth.ts';
+import { invalid, isPresent, objectBody, optionalBoolean, type JsonObject } from './json-input.ts';
 import { integerParam } from './query-params.ts';
 
 export interface PersonRoutesDeps {
@@ -22,12 +24,17 @@ export interface PersonRoutesDeps {
   readonly database: string;
   readonly inFlight: InFlight;
   readonly logger: Logger;
+  /** Told of each deletion accepted, so this process's runner starts it at once (if it has one). */
+  readonly onDeletion?: (deletion: Deletion) => void;
 }
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 const MAX_FILTERS = 20;
 const MAX_TEXT = 1000;
+/** Persons or distinct ids one bulk deletion takes (PostHog's bound). */
+const MAX_BULK = 1000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Persons (SPEC §3, PostHog's persons API): `GET P/persons/` lists a project's persons, newest first, by
@@ -61,8 +68,161 @@ export function registerPersonRoutes(app: HttpApp, deps: PersonRoutesDeps): void
         }
         return { status: 200, body: person };
       },
+      // PostHog's delete person: `?delete_events=true` erases its events too; `?suppress=true` (Weir's) drops
+      // its distinct ids' events at capture from now on.
+      del: async (req) => {
+        const who = authenticate(deps.catalog, req.authorization);
+        const projectId = who.requireProject(req.params[0]!).id;
+        who.requireScope('person:write');
+        const person = await getPerson(reads, projectId, personUuid(req.params[1]!));
+        if (!person) {
+          throw new AppError('not_found', { detail: `Project ${projectId} has no person ${req.params[1]}.` });
+        }
+        const deletion = await deps.catalog.createDeletion({
+          kind: 'persons',
+          projectId,
+          personIds: [person.uuid],
+          distinctIds: [],
+          deleteEvents: flagParam(req, 'delete_events'),
+          suppress: flagParam(req, 'suppress'),
+          createdBy: who.key.id,
+          suppressionHashes: flagParam(req, 'suppress') ? person.distinct_ids.map(suppressionHash) : [],
+        });
+        deps.onDeletion?.(deletion);
+        return accepted(req, deletion);
+      },
+    });
+    apiRoute(app, deps, `${base}bulk_delete/`, {
+      post: async (req) => {
+        const who = authenticate(deps.catalog, req.authorization);
+        const projectId = who.requireProject(req.params[0]!).id;
+        who.requireScope('person:write');
+        const body = objectBody(req.body, ['ids', 'distinct_ids', 'delete_events', 'suppress']);
+        const personIds = listOf(body, 'ids', (v) => typeof v === 'string' && UUID.test(v.toLowerCase()));
+        const distinctIds = listOf(
+          body,
+          'distinct_ids',
+          (v) => typeof v === 'string' && v !== '' && v.length <= 200,
+        );
+        if (personIds.length + distinctIds.length === 0) {
+          throw invalid('ids', "Give the persons to delete: 'ids' (uuids), 'distinct_ids', or both.");
+        }
+        const suppress = optionalBoolean(body, 'suppress') ?? false;
+        const ids = personIds.map((id) => id.toLowerCase());
+        const suppressed = suppress
+          ? [...new Set([...distinctIds, ...(await distinctIdsOfPersons(reads, projectId, ids))])]
+          : [];
+        const deletion = await deps.catalog.createDeletion({
+          kind: 'persons',
+          projectId,
+          personIds: ids,
+          distinctIds,
+          deleteEvents: optionalBoolean(body, 'delete_events') ?? false,
+          suppress,
+          createdBy: who.key.id,
+          suppressionHashes: suppressed.map(suppressionHash),
+        });
+        deps.onDeletion?.(deletion);
+        return accepted(req, deletion);
+      },
     });
   }
+  for (const base of ['/api/projects/:id/deletions/', '/api/environments/:id/deletions/']) {
+    apiRoute(app, deps, base, {
+      get: (req) => {
+        const readable = deletionReader(deps.catalog, req);
+        const results = deps.catalog.listDeletions().filter(readable).reverse().map(deletionJson(req));
+        return { status: 200, body: { results, count: results.length } };
+      },
+    });
+    apiRoute(app, deps, `${base}:deletion/`, {
+      get: (req) => {
+        const d = deps.catalog.deletion(req.params[1]!);
+        if (!d || !deletionReader(deps.catalog, req)(d)) {
+          throw new AppError('not_found', { detail: 'The project has no deletion of this id.', attr: 'id' });
+        }
+        return { status: 200, body: deletionJson(req)(d) };
+      },
+    });
+  }
+}
+
+/**
+ * The deletions of the project a path names that the caller may read: a key that reaches the project (which
+ * may be deleted already) with the scope that makes such a deletion.
+ */
+function deletionReader(catalog: Catalog, req: ApiRequest): (d: Deletion) => boolean {
+  const who = authenticate(catalog, req.authorization);
+  const raw = req.params[0]!;
+  const projectId = /^\d{1,15}$/.test(raw) ? Number(raw) : undefined;
+  if (projectId === undefined)
+    throw new AppError('not_found', { detail: 'A project id is a positive integer.' });
+  if (!who.reaches(projectId)) {
+    throw new AppError('project_forbidden', {
+      detail: `This personal API key does not reach project ${projectId}.`,
+    });
+  }
+  if (!who.hasScope('person:write') && !who.hasScope('project:write')) who.requireScope('person:write');
+  return (d) =>
+    d.projectId === projectId && who.hasScope(d.kind === 'project' ? 'project:write' : 'person:write');
+}
+
+function accepted(
+  req: ApiRequest,
+  deletion: Deletion,
+): { status: number; body: unknown; headers: Record<string, string> } {
+  const body = deletionJson(req)(deletion);
+  return { status: 202, body, headers: { location: String(body['url']) } };
+}
+
+/** A deletion as the API shows it: its state and counts, never the distinct ids it erased. */
+export function deletionJson(req: ApiRequest): (d: Deletion) => Record<string, unknown> {
+  return (d) => ({
+    id: d.id,
+    kind: d.kind,
+    status: d.status,
+    project_id: d.projectId,
+    person_ids: d.personIds,
+    distinct_id_count: d.distinctIdCount,
+    delete_events: d.deleteEvents,
+    suppress: d.suppress,
+    created_at: d.createdAt,
+    started_at: d.startedAt,
+    finished_at: d.finishedAt,
+    attempts: d.attempts,
+    last_error: d.lastError,
+    counts: d.counts && {
+      persons: d.counts.persons,
+      distinct_ids: d.counts.distinctIds,
+      events: d.counts.events,
+      quarantined: d.counts.quarantined,
+      warnings: d.counts.warnings,
+      other: d.counts.other,
+    },
+    url: `${req.origin}/api/projects/${d.projectId}/deletions/${d.id}/`,
+  });
+}
+
+/** `?name=true` / `1` (PostHog's query flags); false when absent. */
+function flagParam(req: ApiRequest, name: string): boolean {
+  const v = req.query.get(name);
+  if (v === null || v === '' || v === 'false' || v === '0') return false;
+  if (v === 'true' || v === '1') return true;
+  throw invalid(name, `'${name}' is true or false.`);
+}
+
+function listOf(body: JsonObject, field: string, valid: (v: unknown) => boolean): string[] {
+  if (!isPresent(body, field)) return [];
+  const value = body[field];
+  if (!Array.isArray(value) || value.length > MAX_BULK || !value.every(valid)) {
+    throw invalid(
+      field,
+      field === 'ids'
+        ? `'ids' is a list of up to ${MAX_BULK} person uuids.`
+        : `'distinct_ids' is a list of up to ${MAX_BULK} distinct ids (1 to 200 characters).`,
+    );
+  }
+  return [...new Set(value as string[])];
 }
 
 function listFilter(req: ApiRequest): PersonListFilter {

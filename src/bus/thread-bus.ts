@@ -1,6 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { EventBatch } from '../core/event.ts';
-import type { Bus } from '../core/ports.ts';
+import type { Bus, Project } from '../core/ports.ts';
 import { AppError, toAppError } from '../errors/app-error.ts';
 import type { ErrorCode } from '../errors/codes.ts';
 
@@ -120,11 +120,8 @@ export type ToThread =
   | { readonly type: 'drain'; readonly timeoutMs: number }
   | { readonly type: 'stop' };
 
-/** What a capture thread knows of a project: enough to check a project API key and apply its settings. */
-export interface ThreadProject {
-  readonly id: number;
-  readonly name: string;
-  readonly apiToken: string;
-  readonly createdAt: string;
-  readonly anonymizeIps: boolean;
-}
+/**
+ * What a capture thread knows of a project: the whole record (its key, its settings, its suppressions), which
+ * is plain data and crosses to a thread as it is.
+ */
+export type ThreadProject = Project;

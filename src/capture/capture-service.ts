@@ -1,3 +1,4 @@
+import { isSuppressed } from '../core/suppression.ts';
 import type { CapturedEvent, EventBatch, IngestionWarning, Lane } from '../core/event.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics, Tally } from '../core/metrics.ts';
@@ -166,6 +167,11 @@ export class CaptureService {
           if (more) more.count++;
           else drops.more.set(result.reason, { first: i, count: 1 });
         }
+        continue;
+      }
+      if (isSuppressed(project, result.event.distinctId)) {
+        // Suppressed by an erasure: answered 200 and counted, with no warning (it would name the id).
+        this.#deps.metrics.captureDropped.inc({ reason: 'suppressed' });
         continue;
       }
       if (result.warning)

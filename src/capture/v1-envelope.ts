@@ -1,3 +1,4 @@
+import { isSuppressed } from '../core/suppression.ts';
 import type { CapturedEvent, IngestionWarning } from '../core/event.ts';
 import { cut } from '../core/well-formed.ts';
 import { AppError } from '../errors/app-error.ts';
@@ -121,6 +122,12 @@ export function readV1Batch(
         if (m) m.count++;
         else more.set(read.details, { first: i, count: 1 });
       }
+      continue;
+    }
+    if (isSuppressed(meta.project, read.event.distinctId)) {
+      // Suppressed by an erasure: answered as stored and counted, with no warning (it would name the id).
+      results.set(uuid, OK);
+      dropped('suppressed');
       continue;
     }
     events.push(read.event);

@@ -1,17 +1,33 @@
-import type {
-  Endpoint,
-  EndpointChange,
-  EndpointVersion,
-  PersonalApiKey,
-  Project,
-  ProjectPatch,
+import {
+  MAX_SUPPRESSED_PER_PROJECT,
+  type Deletion,
+  type DeletionChange,
+  type Endpoint,
+  type EndpointChange,
+  type EndpointVersion,
+  type PersonalApiKey,
+  type Project,
+  type ProjectPatch,
 } from '../core/ports.ts';
 import { AppError } from '../errors/app-error.ts';
 import { hashKeyOfCaller } from './keys.ts';
 
+/** A project's settings before anyone changes them (and those of records written before a setting existed). */
+export const PROJECT_DEFAULTS = {
+  anonymizeIps: false,
+  eventRetentionDays: null,
+  suppressedDistinctIds: [],
+  dataDeletedAt: null,
+} as const satisfies Partial<Project>;
+
 /** A project as read back: records written before a setting existed get its default. */
 export function projectRecord(raw: Project): Project {
-  return raw.anonymizeIps === true || raw.anonymizeIps === false ? raw : { ...raw, anonymizeIps: false };
+  const complete =
+    typeof raw.anonymizeIps === 'boolean' &&
+    raw.eventRetentionDays !== undefined &&
+    Array.isArray(raw.suppressedDistinctIds) &&
+    raw.dataDeletedAt !== undefined;
+  return complete ? raw : { ...PROJECT_DEFAULTS, ...raw, anonymizeIps: raw.anonymizeIps === true };
 }
 
 /** A personal API key as stored: the record plus the SHA-256 of its value (never the value). */
@@ -27,6 +43,8 @@ export interface CatalogSnapshot {
   readonly personalApiKeys: readonly StoredPersonalApiKey[];
   /** Every project's endpoints, oldest first (absent in files written before endpoints existed). */
   readonly endpoints: readonly Endpoint[];
+  /** Deletions, oldest first (absent in files written before erasure existed). */
+  readonly deletions: readonly Deletion[];
 }
 
 /**
@@ -42,8 +60,10 @@ export class CatalogState {
   /** Endpoints by `projectId/name`, and each project's in order. */
   readonly #endpointByName: ReadonlyMap<string, Endpoint>;
   readonly #endpointsOf: ReadonlyMap<number, readonly Endpoint[]>;
+  readonly #deletionById: ReadonlyMap<string, Deletion>;
 
   constructor(readonly snapshot: CatalogSnapshot) {
+    this.#deletionById = new Map(snapshot.deletions.map((d) => [d.id, d]));
     this.#byToken = new Map(snapshot.projects.map((p) => [p.apiToken, p]));
     this.#byId = new Map(snapshot.projects.map((p) => [p.id, p]));
     this.#keyByHash = new Map(snapshot.personalApiKeys.map((k) => [k.valueHash, k]));
@@ -78,6 +98,7 @@ export class CatalogState {
         ...e,
         materializationBucket: e.materializationBucket ?? 'day',
       })),
+      deletions: raw.deletions ?? [],
     });
   }
 
@@ -117,7 +138,10 @@ export class CatalogState {
     return { state, project: created };
   }
 
-  /** Undefined when there is no such project or the patch changes nothing. */
+  /**
+   * Undefined when there is no such project or the patch changes nothing. Suppressing past
+   * MAX_SUPPRESSED_PER_PROJECT rejects with AppError `too_many_suppressed`.
+   */
   withProjectPatch(id: number, patch: ProjectPatch): { state: CatalogState; project: Project } | undefined {
     const existing = this.#byId.get(id);
     if (!existing) return undefined;
@@ -125,10 +149,52 @@ export class CatalogState {
       ...existing,
       name: patch.name ?? existing.name,
       anonymizeIps: patch.anonymizeIps ?? existing.anonymizeIps,
+      eventRetentionDays:
+        patch.eventRetentionDays === undefined ? existing.eventRetentionDays : patch.eventRetentionDays,
+      dataDeletedAt: patch.dataDeletedAt ?? existing.dataDeletedAt,
+      suppressedDistinctIds: suppressions(existing, patch),
     };
-    if (project.name === existing.name && project.anonymizeIps === existing.anonymizeIps) return undefined;
+    if (
+      project.name === existing.name &&
+      project.anonymizeIps === existing.anonymizeIps &&
+      project.eventRetentionDays === existing.eventRetentionDays &&
+      project.dataDeletedAt === existing.dataDeletedAt &&
+      project.suppressedDistinctIds === existing.suppressedDistinctIds
+    )
+      return undefined;
     const projects = this.snapshot.projects.map((p) => (p.id === id ? project : p));
     return { state: new CatalogState({ ...this.snapshot, projects }), project };
+  }
+
+  /** Removes a project and its endpoints; undefined when neither is there. */
+  withoutProject(id: number): CatalogState | undefined {
+    if (!this.#byId.has(id) && !this.#endpointsOf.has(id)) return undefined;
+    return new CatalogState({
+      ...this.snapshot,
+      projects: this.snapshot.projects.filter((p) => p.id !== id),
+      endpoints: this.snapshot.endpoints.filter((e) => e.projectId !== id),
+    });
+  }
+
+  deletion(id: string): Deletion | undefined {
+    return this.#deletionById.get(id);
+  }
+
+  withDeletion(deletion: Deletion): CatalogState {
+    if (this.#deletionById.has(deletion.id)) throw new Error(`a deletion ${deletion.id} already exists`);
+    return new CatalogState({ ...this.snapshot, deletions: [...this.snapshot.deletions, deletion] });
+  }
+
+  /** Undefined when there is no such deletion. */
+  withDeletionChanged(
+    id: string,
+    change: DeletionChange,
+  ): { state: CatalogState; deletion: Deletion } | undefined {
+    const current = this.#deletionById.get(id);
+    if (!current) return undefined;
+    const deletion = changedDeletion(current, change);
+    const deletions = this.snapshot.deletions.map((d) => (d === current ? deletion : d));
+    return { state: new CatalogState({ ...this.snapshot, deletions }), deletion };
   }
 
   withKey(key: StoredPersonalApiKey): CatalogState {
@@ -234,4 +300,26 @@ function nameTaken(projectId: number, name: string): AppError {
     detail: `Project ${projectId} already has an endpoint named '${name}'.`,
     attr: 'name',
   });
+}
+
+/** A deletion with a change applied: the fields it sets, the others as they were. */
+export function changedDeletion(current: Deletion, change: DeletionChange): Deletion {
+  const set = Object.fromEntries(Object.entries(change).filter(([, v]) => v !== undefined));
+  return { ...current, ...set };
+}
+
+/** A project's suppressions after a patch: the same array when it changes nothing (so it compares equal). */
+function suppressions(existing: Project, patch: ProjectPatch): readonly string[] {
+  const had = new Set(existing.suppressedDistinctIds);
+  const add = (patch.suppress ?? []).filter((h) => !had.has(h));
+  const remove = new Set((patch.unsuppress ?? []).filter((h) => had.has(h)));
+  if (add.length === 0 && remove.size === 0) return existing.suppressedDistinctIds;
+  const next = [...existing.suppressedDistinctIds.filter((h) => !remove.has(h)), ...new Set(add)];
+  if (next.length > MAX_SUPPRESSED_PER_PROJECT) {
+    throw new AppError('too_many_suppressed', {
+      detail: `Project ${existing.id} would suppress ${next.length} distinct ids; the most is ${MAX_SUPPRESSED_PER_PROJECT}. Remove suppressions no longer needed (DELETE …/suppressions/).`,
+      attr: 'suppress',
+    });
+  }
+  return next;
 }

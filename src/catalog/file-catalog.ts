@@ -3,8 +3,11 @@ import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type {
   Catalog,
+  Deletion,
+  DeletionChange,
   Endpoint,
   EndpointChange,
+  NewDeletion,
   NewEndpoint,
   NewPersonalApiKey,
   PersonalApiKey,
@@ -15,6 +18,7 @@ import { CatalogState, type CatalogSnapshot } from './catalog-state.ts';
 import {
   bootstrapRecords,
   bootstrapReport,
+  newDeletion,
   newEndpoint,
   newPersonalKey,
   newProjectFields,
@@ -67,6 +71,7 @@ export class FileCatalog implements Catalog {
       projects: [project],
       personalApiKeys: [key],
       endpoints: [],
+      deletions: [],
     });
     await writeAtomically(path, state.snapshot);
     return new FileCatalog(path, state, bootstrapReport(options, project, personal));
@@ -96,8 +101,12 @@ export class FileCatalog implements Catalog {
     return this.#state.snapshot.personalApiKeys;
   }
 
-  createProject(input: { readonly name: string; readonly grantTo?: string }): Promise<Project> {
-    const fields = newProjectFields(input.name);
+  createProject(input: {
+    readonly name: string;
+    readonly grantTo?: string;
+    readonly eventRetentionDays?: number | null;
+  }): Promise<Project> {
+    const fields = newProjectFields(input.name, input.eventRetentionDays);
     return this.#change((state) => {
       const made = state.withProject(fields, input.grantTo);
       return { next: made.state, result: made.project };
@@ -161,6 +170,54 @@ export class FileCatalog implements Catalog {
       const next = state.withoutEndpoint(projectId, name);
       return { next, result: next !== undefined };
     });
+  }
+
+  deletion(id: string): Deletion | undefined {
+    return this.#state.deletion(id);
+  }
+
+  listDeletions(): readonly Deletion[] {
+    return this.#state.snapshot.deletions;
+  }
+
+  /** One change: the suppressions and the deletion are saved together or not at all. */
+  createDeletion(input: NewDeletion & { readonly suppressionHashes?: readonly string[] }): Promise<Deletion> {
+    const deletion = newDeletion(input);
+    return this.#change((state) => {
+      let next = state;
+      if (input.suppressionHashes && input.suppressionHashes.length > 0) {
+        next = state.withProjectPatch(input.projectId, { suppress: input.suppressionHashes })?.state ?? state;
+      }
+      return { next: next.withDeletion(deletion), result: deletion };
+    });
+  }
+
+  updateDeletion(
+    id: string,
+    decide: (current: Deletion) => DeletionChange | undefined,
+  ): Promise<Deletion | undefined> {
+    return this.#change((state) => {
+      const current = state.deletion(id);
+      if (!current) return { next: undefined, result: undefined };
+      const change = decide(current);
+      if (!change) return { next: undefined, result: current };
+      const changed = state.withDeletionChanged(id, change);
+      return { next: changed?.state, result: changed?.deletion };
+    });
+  }
+
+  /** One change: the project and its endpoints go, and the deletion of its data is recorded. */
+  deleteProject(id: number, createdBy: string | null): Promise<Deletion | undefined> {
+    const deletion = newDeletion({ kind: 'project', projectId: id, createdBy });
+    return this.#change((state) => {
+      const without = state.project(id) ? state.withoutProject(id) : undefined;
+      if (!without) return { next: undefined, result: undefined };
+      return { next: without.withDeletion(deletion), result: deletion };
+    });
+  }
+
+  removeProjectRecords(id: number): Promise<void> {
+    return this.#change((state) => ({ next: state.withoutProject(id), result: undefined }));
   }
 
   /**

@@ -7,7 +7,8 @@
  * - `meta.bootstrap`: the first start's plan (project 1 and its `*` key, hashed), claimed with a create so
  *   that of two processes opening an empty bucket at once exactly one plan is used; anyone may finish it.
  * - `projects.<id>`, `keys.<key id>` (the record with `valueHash`, exactly as the file catalog stores it,
- *   never the value), `endpoints.<project id>.n<base64url(name)>` (the endpoint with every version).
+ *   never the value), `endpoints.<project id>.n<base64url(name)>` (the endpoint with every version),
+ *   `deletions.<id>` (an erasure or a project deletion, with its state).
  * Per-record keys because a KV value is limited by the server's max_payload (1 MB by default) while a catalog
  * with many endpoints and versions is not, and because two nodes changing different records then never
  * conflict: only changes of one record retry each other.
@@ -35,8 +36,11 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import type {
   Catalog,
+  Deletion,
+  DeletionChange,
   Endpoint,
   EndpointChange,
+  NewDeletion,
   NewEndpoint,
   NewPersonalApiKey,
   PersonalApiKey,
@@ -45,6 +49,7 @@ import type {
 } from '../core/ports.ts';
 import {
   CatalogState,
+  changedDeletion,
   projectRecord,
   type CatalogSnapshot,
   type StoredPersonalApiKey,
@@ -52,6 +57,7 @@ import {
 import {
   bootstrapRecords,
   bootstrapReport,
+  newDeletion,
   newEndpoint,
   newPersonalKey,
   newProjectFields,
@@ -91,6 +97,7 @@ const BOOTSTRAP = 'meta.bootstrap';
 const MAX_ATTEMPTS = 1000;
 
 const projectKey = (id: number): string => `projects.${id}`;
+const deletionKey = (id: string): string => `deletions.${id}`;
 const personalKeyKey = (id: string): string => `keys.${id}`;
 // Base64url keeps any name within KV's key alphabet; the `n` keeps an empty name a valid token.
 const endpointKey = (projectId: number, name: string): string =>
@@ -203,6 +210,7 @@ export class KvCatalog implements Catalog {
       ...snapshot.projects.map((p): [string, unknown] => [projectKey(p.id), p]),
       ...snapshot.personalApiKeys.map((k): [string, unknown] => [personalKeyKey(k.id), k]),
       ...snapshot.endpoints.map((e): [string, unknown] => [endpointKey(e.projectId, e.name), e]),
+      ...snapshot.deletions.map((d): [string, unknown] => [deletionKey(d.id), d]),
       [COUNTER, snapshot.nextProjectId],
     ];
     for (const [key, value] of records) await kv.create(key, JSON.stringify(value));
@@ -243,8 +251,12 @@ export class KvCatalog implements Catalog {
    * then write the project. A crash after the claim leaves a gap in the ids; after the grant, a key granted
    * an id no project has (and none ever will: the id is taken). The project is never visible without its grant.
    */
-  createProject(input: { readonly name: string; readonly grantTo?: string }): Promise<Project> {
-    const fields = newProjectFields(input.name);
+  createProject(input: {
+    readonly name: string;
+    readonly grantTo?: string;
+    readonly eventRetentionDays?: number | null;
+  }): Promise<Project> {
+    const fields = newProjectFields(input.name, input.eventRetentionDays);
     return this.#track(async () => {
       // Refuses an unknown key before an id is taken (withProject throws), as the file catalog does.
       this.#current().withProject(fields, input.grantTo);
@@ -380,6 +392,80 @@ export class KvCatalog implements Catalog {
     );
   }
 
+  deletion(id: string): Deletion | undefined {
+    return this.#current().deletion(id);
+  }
+
+  listDeletions(): readonly Deletion[] {
+    return this.#current().snapshot.deletions;
+  }
+
+  /**
+   * Two writes: the suppressions first, so that a crash between them leaves ids suppressed with no deletion
+   * (which the caller, not told of success, asks again) rather than a deletion whose ids still capture.
+   */
+  createDeletion(input: NewDeletion & { readonly suppressionHashes?: readonly string[] }): Promise<Deletion> {
+    const deletion = newDeletion(input);
+    return this.#track(async () => {
+      const hashes = input.suppressionHashes ?? [];
+      if (hashes.length > 0) await this.updateProject(input.projectId, { suppress: hashes });
+      await this.#put(deletionKey(deletion.id), deletion, 0);
+      return deletion;
+    });
+  }
+
+  updateDeletion(
+    id: string,
+    decide: (current: Deletion) => DeletionChange | undefined,
+  ): Promise<Deletion | undefined> {
+    const key = deletionKey(id);
+    return this.#track(() =>
+      this.#changing(key, async () => {
+        const { revision, value } = this.#entry(key);
+        const current = value as Deletion | undefined;
+        if (!current) return undefined;
+        const change = decide(current);
+        if (!change) return current;
+        const next = changedDeletion(current, change);
+        await this.#put(key, next, revision);
+        return next;
+      }),
+    );
+  }
+
+  /**
+   * The deletion is written first, then the project record goes: a crash between them leaves a deletion of
+   * a project still there, and the deletion's run removes the project before anything else.
+   */
+  deleteProject(id: number, createdBy: string | null): Promise<Deletion | undefined> {
+    const key = projectKey(id);
+    return this.#track(async () => {
+      if (!this.#current().project(id)) return undefined;
+      const deletion = newDeletion({ kind: 'project', projectId: id, createdBy });
+      await this.#put(deletionKey(deletion.id), deletion, 0);
+      await this.#removeRecord(key);
+      return deletion;
+    });
+  }
+
+  removeProjectRecords(id: number): Promise<void> {
+    return this.#track(async () => {
+      await this.#removeRecord(projectKey(id));
+      const prefix = `endpoints.${id}.`;
+      for (const [key, { value }] of [...this.#records]) {
+        if (key.startsWith(prefix) && value !== undefined) await this.#removeRecord(key);
+      }
+    });
+  }
+
+  /** Deletes a record whatever its revision (a conflict reads it again and deletes that). */
+  #removeRecord(key: string): Promise<void> {
+    return this.#changing(key, async () => {
+      const { revision, value } = this.#entry(key);
+      if (value !== undefined) await this.#delete(key, revision);
+    });
+  }
+
   /**
    * Calls `listener` with every project after each change this process sees, its own (before the change's
    * caller hears of it) and every other process's (as the watch delivers it).
@@ -415,12 +501,14 @@ export class KvCatalog implements Catalog {
     const projects: Project[] = [];
     const personalApiKeys: StoredPersonalApiKey[] = [];
     const endpoints: Endpoint[] = [];
+    const deletions: Deletion[] = [];
     for (const [key, { value }] of this.#records) {
       if (value === undefined) continue;
       if (key === COUNTER) nextProjectId = value as number;
       else if (key.startsWith('projects.')) projects.push(projectRecord(value as Project));
       else if (key.startsWith('keys.')) personalApiKeys.push(value as StoredPersonalApiKey);
       else if (key.startsWith('endpoints.')) endpoints.push(value as Endpoint);
+      else if (key.startsWith('deletions.')) deletions.push(value as Deletion);
     }
     // KV delivers records in the order of their last change; the port promises ids and oldest first.
     const oldestFirst = (
@@ -431,7 +519,8 @@ export class KvCatalog implements Catalog {
     projects.sort((a, b) => a.id - b.id);
     personalApiKeys.sort(oldestFirst);
     endpoints.sort(oldestFirst);
-    return new CatalogState({ version: 1, nextProjectId, projects, personalApiKeys, endpoints });
+    deletions.sort(oldestFirst);
+    return new CatalogState({ version: 1, nextProjectId, projects, personalApiKeys, endpoints, deletions });
   }
 
   #entry(key: string): Entry {

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { Endpoint, NewEndpoint, NewPersonalApiKey, Project } from '../core/ports.ts';
-import type { StoredPersonalApiKey } from './catalog-state.ts';
+import type {
+  Deletion,
+  Endpoint,
+  NewDeletion,
+  NewEndpoint,
+  NewPersonalApiKey,
+  Project,
+} from '../core/ports.ts';
+import { PROJECT_DEFAULTS, type StoredPersonalApiKey } from './catalog-state.ts';
 import { generateKey, hashKey, maskKey } from './keys.ts';
 
 /**
@@ -44,15 +51,49 @@ export function bootstrapRecords(env: BootstrapKeys): {
     revokedAt: null,
   };
   return {
-    project: { id: 1, name: 'Default project', apiToken, createdAt: now, anonymizeIps: false },
+    project: { id: 1, name: 'Default project', apiToken, createdAt: now, ...PROJECT_DEFAULTS },
     key,
     personal,
   };
 }
 
 /** A new project's fields but its id, which the adapter assigns. */
-export function newProjectFields(name: string): Omit<Project, 'id'> {
-  return { name, apiToken: generateKey('phc_'), createdAt: new Date().toISOString(), anonymizeIps: false };
+export function newProjectFields(
+  name: string,
+  eventRetentionDays: number | null = null,
+): Omit<Project, 'id'> {
+  return {
+    name,
+    apiToken: generateKey('phc_'),
+    createdAt: new Date().toISOString(),
+    ...PROJECT_DEFAULTS,
+    eventRetentionDays,
+  };
+}
+
+/** A deletion as recorded when it is accepted: queued, nothing done yet. */
+export function newDeletion(input: NewDeletion): Deletion {
+  const persons = input.kind === 'persons' ? input : undefined;
+  return {
+    id: randomUUID(),
+    projectId: input.projectId,
+    kind: input.kind,
+    personIds: persons ? [...persons.personIds] : [],
+    distinctIds: persons ? [...persons.distinctIds] : [],
+    distinctIdCount: persons ? persons.distinctIds.length : 0,
+    deleteEvents: persons ? persons.deleteEvents : true,
+    suppress: persons ? persons.suppress : false,
+    status: 'queued',
+    createdAt: new Date().toISOString(),
+    createdBy: input.createdBy,
+    startedAt: null,
+    finishedAt: null,
+    attempts: 0,
+    lastError: null,
+    counts: null,
+    lease: null,
+    targets: null,
+  };
 }
 
 /** What the CLI is told of a bootstrap it made: a key's value only when Weir generated it. */

@@ -70,6 +70,13 @@ export interface Store {
   /** Runs a statement that returns no rows (DDL). */
   command(sql: string): Promise<void>;
   /**
+   * Deletes the rows of one of Weir's tables that `where` selects (a condition with typed `{name:Type}`
+   * parameters, as a query's): once it resolves no read sees them, and the engine drops them from disk as it
+   * merges. The embedded store first applies everything committed, so a row committed before the call is
+   * deleted too; on a cluster it runs on every shard's table.
+   */
+  deleteRows(table: string, where: string, params: Record<string, unknown>): Promise<void>;
+  /**
    * False while the store is too far behind to take a new request's rows whole (the embedded store's log not
    * yet applied, a server's inserts not yet answered, past a bound); capture then refuses the request up
    * front (503) rather than have part of it stored.
@@ -254,13 +261,118 @@ export interface Project {
    * or the store, and GeoIP has nothing to look up (PostHog's "Discard client IP data").
    */
   readonly anonymizeIps: boolean;
+  /** Days an event is kept after its timestamp, then deleted by the store's retention; null: kept for ever. */
+  readonly eventRetentionDays: number | null;
+  /**
+   * Distinct ids whose events capture drops (an erasure's suppression, Segment's "suppress"), each as
+   * `suppressionHash`: the catalog never holds an erased id itself.
+   */
+  readonly suppressedDistinctIds: readonly string[];
+  /**
+   * When data of the project was last deleted (an erasure done, a retention sweep): a cached answer or a
+   * materialization computed before then is not served again.
+   */
+  readonly dataDeletedAt: string | null;
 }
 
 /** A change to a project's settings; a field left out keeps its value. */
 export interface ProjectPatch {
   readonly name?: string;
   readonly anonymizeIps?: boolean;
+  /** null: keep events for ever. */
+  readonly eventRetentionDays?: number | null;
+  readonly dataDeletedAt?: string;
+  /** Suppression hashes to add (`suppressionHash`). */
+  readonly suppress?: readonly string[];
+  /** Suppression hashes to remove. */
+  readonly unsuppress?: readonly string[];
 }
+
+/** The most distinct ids one project may have suppressed (its record must fit a KV value of 1 MB). */
+export const MAX_SUPPRESSED_PER_PROJECT = 20_000;
+
+/** What a deletion erases: persons (and, if asked, their events), or a whole project. */
+export type DeletionKind = 'persons' | 'project';
+
+/** `queued` until a process takes it, `running` (retried after a failure or a crash) until `done`. */
+export type DeletionStatus = 'queued' | 'running' | 'done';
+
+/** What a deletion removed, by kind of data. */
+export interface DeletionCounts {
+  readonly persons: number;
+  readonly distinctIds: number;
+  readonly events: number;
+  /** Rows set aside by the store (the quarantine) and ingestion warnings that named the persons. */
+  readonly quarantined: number;
+  readonly warnings: number;
+  /** Rows of the project's other tables (groups, property definitions) and objects: a project deletion. */
+  readonly other: number;
+}
+
+/** A durable request to erase data (SPEC §3): accepted at once (202), run by a process that writes the store. */
+export interface Deletion {
+  /** Opaque, stable. */
+  readonly id: string;
+  readonly projectId: number;
+  readonly kind: DeletionKind;
+  /** The persons asked for, by uuid (kind `persons`). */
+  readonly personIds: readonly string[];
+  /**
+   * The persons asked for by distinct id (kind `persons`). Emptied once done (`distinctIdCount` keeps how
+   * many): the record of an erasure does not keep the ids it erased.
+   */
+  readonly distinctIds: readonly string[];
+  readonly distinctIdCount: number;
+  readonly deleteEvents: boolean;
+  /** Capture drops these distinct ids' events from now on. */
+  readonly suppress: boolean;
+  readonly status: DeletionStatus;
+  readonly createdAt: string;
+  /** The personal API key that asked, or null (the operator). */
+  readonly createdBy: string | null;
+  readonly startedAt: string | null;
+  readonly finishedAt: string | null;
+  /** Runs begun: more than one after a failure or a crash. */
+  readonly attempts: number;
+  /** Why the last run failed (it is retried), or null. */
+  readonly lastError: string | null;
+  readonly counts: DeletionCounts | null;
+  /** Who runs it now and until when (another process waits for it to lapse), or null. */
+  readonly lease: { readonly owner: string; readonly until: string } | null;
+  /**
+   * What a run found to delete — every person and distinct id — kept before anything is deleted, so a run
+   * after a crash deletes the same even once the links that led to them are gone. Emptied once done.
+   */
+  readonly targets: { readonly personIds: readonly string[]; readonly distinctIds: readonly string[] } | null;
+}
+
+export type NewDeletion =
+  | {
+      readonly kind: 'persons';
+      readonly projectId: number;
+      readonly personIds: readonly string[];
+      readonly distinctIds: readonly string[];
+      readonly deleteEvents: boolean;
+      readonly suppress: boolean;
+      readonly createdBy: string | null;
+    }
+  | { readonly kind: 'project'; readonly projectId: number; readonly createdBy: string | null };
+
+/** What a change of a deletion sets; an absent field stays as it is. */
+export type DeletionChange = Partial<
+  Pick<
+    Deletion,
+    | 'status'
+    | 'startedAt'
+    | 'finishedAt'
+    | 'attempts'
+    | 'lastError'
+    | 'counts'
+    | 'lease'
+    | 'targets'
+    | 'distinctIds'
+  >
+>;
 
 /**
  * What a personal API key may do (SPEC §3); `*` is every scope. `person:read` lists persons; `person:write`
@@ -459,7 +571,12 @@ export interface Catalog extends ProjectKeys {
    * Makes a project with a new project API key. `grantTo` (a key id) gains the project in the same change,
    * so the key that made a project can never be left without it.
    */
-  createProject(input: { readonly name: string; readonly grantTo?: string }): Promise<Project>;
+  createProject(input: {
+    readonly name: string;
+    readonly grantTo?: string;
+    /** The new project's event retention (the configured default for new projects). @default null */
+    readonly eventRetentionDays?: number | null;
+  }): Promise<Project>;
   /** Changes a project's name or settings; undefined when there is no such project. */
   updateProject(id: number, patch: ProjectPatch): Promise<Project | undefined>;
   /** Makes a personal API key; its value is returned here and never again (only its hash is kept). */
@@ -491,4 +608,31 @@ export interface Catalog extends ProjectKeys {
    * first and may throw to refuse (a conditional delete).
    */
   deleteEndpoint(projectId: number, name: string, check?: (current: Endpoint) => void): Promise<boolean>;
+
+  /** A deletion by id, or undefined. */
+  deletion(id: string): Deletion | undefined;
+  /** Every deletion, done ones included, oldest first. */
+  listDeletions(): readonly Deletion[];
+  /**
+   * Records a deletion, queued. A persons deletion that suppresses adds its distinct ids to the project's
+   * suppressions first, so capture drops them from the moment it is accepted. Rejects with AppError
+   * `too_many_suppressed` past MAX_SUPPRESSED_PER_PROJECT.
+   */
+  createDeletion(input: NewDeletion & { readonly suppressionHashes?: readonly string[] }): Promise<Deletion>;
+  /**
+   * Applies the change `decide` makes of the newest state of a deletion (undefined from `decide`: none), as
+   * a compare-and-set: a lease taken by two processes at once goes to one. Undefined when there is none.
+   */
+  updateDeletion(
+    id: string,
+    decide: (current: Deletion) => DeletionChange | undefined,
+  ): Promise<Deletion | undefined>;
+  /**
+   * Deletes a project: from this change on its project API key names nothing and it lists nowhere; a
+   * deletion of kind `project` is recorded to erase its data, endpoints and materializations. Undefined when
+   * there is no such project.
+   */
+  deleteProject(id: number, createdBy: string | null): Promise<Deletion | undefined>;
+  /** Removes what is left of a deleted project in the catalog (its endpoints); idempotent. */
+  removeProjectRecords(id: number): Promise<void>;
 }

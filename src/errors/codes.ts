@@ -103,6 +103,10 @@ export const ERROR_CODES = {
     detail: 'The query went past a limit of the run (memory, result rows or bytes, query size).',
   },
   // Endpoints (SPEC §4)
+  too_many_suppressed: {
+    type: 'validation_error',
+    detail: 'The project would suppress more distinct ids than it may.',
+  },
   endpoint_exists: {
     type: 'validation_error',
     detail: 'The project already has an endpoint of this name.',

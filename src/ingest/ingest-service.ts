@@ -13,7 +13,7 @@ import { GroupState, groupKeys } from './persons/group-state.ts';
 import { KnownIds } from './persons/known-ids.ts';
 import { PersonRepository } from './persons/person-repository.ts';
 import { PersonState } from './persons/person-state.ts';
-import type { Groups } from './persons/persons.ts';
+import type { Groups, Persons } from './persons/persons.ts';
 import type { SharedStateSource } from './shared/shared-state.ts';
 import { allCommitted } from './persons/state-writes.ts';
 import { assignPersonMode } from './steps/assign-person.ts';
@@ -96,6 +96,7 @@ export class IngestService {
   readonly #knownIds: KnownIds | undefined;
   readonly #knownGroups: KnownIds | undefined;
   readonly #groups: Groups;
+  readonly #persons: Persons;
   readonly #handOffs = new HandOffOrder();
 
   constructor(config: IngestConfig, deps: IngestDeps) {
@@ -115,6 +116,7 @@ export class IngestService {
     const persons = shared
       ? shared.persons(personCache, { writer: this.#writer, metrics: deps.metrics })
       : new PersonState(personCache, { ...state, knownIds: this.#knownIds, metrics: deps.metrics });
+    this.#persons = persons;
     this.#groups = shared
       ? shared.groups(groupCache, { writer: this.#writer, metrics: deps.metrics })
       : new GroupState(groupCache, { ...state, knownKeys: this.#knownGroups });
@@ -275,6 +277,19 @@ export class IngestService {
   }
 
   /** Waits until everything handed in so far is processed and committed. */
+  /**
+   * Forgets persons an erasure deletes (Persons.forget), then waits until every row written so far is
+   * committed and visible, so that a delete run after it meets every row of theirs.
+   */
+  async forgetPersons(
+    projectId: number,
+    personIds: readonly string[],
+    distinctIds: readonly string[],
+  ): Promise<void> {
+    await this.#persons.forget(projectId, personIds, distinctIds);
+    await this.#writer.visible();
+  }
+
   async drain(): Promise<void> {
     await Promise.all([this.#live.idle(), this.#overflow.idle(), this.#historical.idle()]);
     await this.#writer.flushed();

@@ -46,6 +46,8 @@ export function mountApi(
     readonly metrics: Metrics;
     /** The property types ingest records (the query path types properties by them), and their API. */
     readonly propertyDefinitions: PropertyDefinitions & PropertyCatalog;
+    /** This process runs deletions: told of each one accepted, to start it at once. */
+    readonly onDeletion?: () => void;
   },
   teardown: Teardown,
 ): { runner: EndpointRunner; materializations: Materializations } {
@@ -106,6 +108,10 @@ export function mountApi(
       },
       logger: deps.logger,
       properties: deps.propertyDefinitions,
+      dataDeletedAt: (id) => {
+        const at = deps.catalog.project(id)?.dataDeletedAt;
+        return at ? Date.parse(at) : 0;
+      },
     },
   );
   changed.invalidate = (id) => runner.invalidate(id);
@@ -129,7 +135,7 @@ export function mountApi(
   });
   registerManagementRoutes(app, deps);
   registerPropertyDefinitionRoutes(app, deps);
-  registerPersonRoutes(app, { ...deps, database });
+  registerPersonRoutes(app, { ...deps, database, onDeletion: deps.onDeletion });
   if (deps.quarantine) registerQuarantineRoutes(app, { ...deps, quarantine: deps.quarantine });
   registerQueryRoutes(app, { ...deps, limits, database, properties: deps.propertyDefinitions });
   registerEndpointRoutes(app, { ...deps, onEndpointChanged, materializations });

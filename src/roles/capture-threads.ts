@@ -249,11 +249,5 @@ class Thread {
 }
 
 function threadProjects(projects: readonly Project[]): ThreadProject[] {
-  return projects.map((p) => ({
-    id: p.id,
-    name: p.name,
-    apiToken: p.apiToken,
-    createdAt: p.createdAt,
-    anonymizeIps: p.anonymizeIps,
-  }));
+  return projects.map((p) => ({ ...p }));
 }

@@ -2,7 +2,14 @@ import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import { Metrics } from '../core/metrics.ts';
 import { InFlight } from '../http/in-flight.ts';
-import { consumeBus, openDataDir, openPropertyDefinitions, startIngest, type Weir } from './owner.ts';
+import {
+  consumeBus,
+  openDataDir,
+  openPropertyDefinitions,
+  startDeletions,
+  startIngest,
+  type Weir,
+} from './owner.ts';
 import { join } from 'node:path';
 import { registerStoreRoutes } from '../api/store-routes.ts';
 import { httpTransport, serveRole } from './serve.ts';
@@ -30,6 +37,7 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
       teardown,
     );
     const consumers = await consumeBus({ ...config, natsUrl }, { ingest, metrics, logger }, teardown);
+    const deletions = startDeletions(config, { catalog, store, ingest, logger }, teardown);
 
     const transport = httpTransport(config, logger);
     const app = transport.createApp();
@@ -38,7 +46,16 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
     mountApi(
       app,
       config,
-      { catalog, store, quarantine: store, inFlight, logger, metrics, propertyDefinitions },
+      {
+        catalog,
+        store,
+        quarantine: store,
+        inFlight,
+        logger,
+        metrics,
+        propertyDefinitions,
+        onDeletion: () => deletions.wake(),
+      },
       teardown,
     );
     // `weir query` nodes run their queries here: the embedded engine is in this process only.

@@ -8,6 +8,7 @@ import { freePort } from '../http/server.ts';
 import { IngestService } from '../ingest/ingest-service.ts';
 import { PERSONS_BUCKET, SharedState } from '../ingest/shared/shared-state.ts';
 import { PropertyDefinitionRegistry } from '../ingest/property-definitions.ts';
+import { DeletionRunner } from '../lifecycle/deletion-runner.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
 import { embeddedStore, openStore, type OpenedStore } from '../store/open-store.ts';
 import { openCatalog, type RoleCatalog } from './catalog.ts';
@@ -182,4 +183,23 @@ export async function consumeBus(
     UNACKNOWLEDGED,
   );
   return consumers;
+}
+
+/**
+ * Runs the deletions the catalog records (erasures, deleted projects) in a process that writes the store.
+ * Stopped before ingest drains: a deletion under way is taken again by the next start.
+ */
+export function startDeletions(
+  config: Config,
+  deps: { catalog: RoleCatalog; store: Store; ingest: IngestService; logger: Logger },
+  teardown: Teardown,
+): DeletionRunner {
+  const runner = new DeletionRunner({ exclusive: config.catalog === 'file' }, deps);
+  runner.start();
+  teardown.push(
+    'stop running deletions',
+    () => runner.close(),
+    'a deletion under way is taken again, where it stopped, when its lease lapses',
+  );
+  return runner;
 }

@@ -43,3 +43,11 @@ function exactInteger(value: unknown): unknown {
     return Number.isSafeInteger(value) || !Number.isInteger(value) ? value : BigInt(value);
   return Array.isArray(value) && value.some((v) => exactInteger(v) !== v) ? value.map(exactInteger) : value;
 }
+
+/**
+ * ClickHouse's lightweight delete of the rows `where` selects, waited for: the rows are masked for every read
+ * at once, and gone from disk once merges rewrite their parts (docs/operations.md, "Erasure").
+ */
+export function deleteStatement(table: string, where: string, onCluster = ''): string {
+  return `DELETE FROM \`${table}\`${onCluster} WHERE ${where} SETTINGS lightweight_deletes_sync = 2`;
+}

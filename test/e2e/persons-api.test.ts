@@ -3,6 +3,7 @@
  * front over chDB): persons made by capture — identified, merged, anonymous, in two projects — listed by
  * distinct id, email, search and property filters, a page at a time, one by uuid, and scoped keys refused.
  */
+import { createClient } from '@clickhouse/client';
 import t, { type Test } from 'tap';
 import { clickHouseForTest, serverAccess } from '../clickhouse-front/start.ts';
 import { bearer, capture, personPage, persons, type PersonJson } from '../helpers/persons.ts';
@@ -170,8 +171,10 @@ t.test('on a ClickHouse server', async (t) => {
     WEIR_CLICKHOUSE_DATABASE: database,
   });
   t.teardown(async () => {
-    await w.weir.store.command(`DROP DATABASE IF EXISTS \`${database}\``);
     await w.close();
+    const admin = createClient({ url: ch.url, password: ch.password ?? '' });
+    await admin.command({ query: `DROP DATABASE IF EXISTS \`${database}\`` });
+    await admin.close();
   });
   await scenario(t, w);
 });

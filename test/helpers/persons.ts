@@ -52,3 +52,37 @@ export async function personPage(w: Served, query = '', project = 1): Promise<Pe
   if (res.status !== 200) throw new Error(`persons answered ${res.status}: ${res.text}`);
   return res.json as PersonPage;
 }
+
+export interface DeletionJson {
+  id: string;
+  kind: string;
+  status: 'queued' | 'running' | 'done';
+  project_id: number;
+  person_ids: string[];
+  distinct_id_count: number;
+  delete_events: boolean;
+  suppress: boolean;
+  attempts: number;
+  last_error: string | null;
+  counts: Record<string, number> | null;
+  url: string;
+}
+
+/** Polls a deletion's state until `until` holds of it, or fails after `timeoutMs`. */
+export async function deletionWhen(
+  w: Served,
+  id: string,
+  until: (d: DeletionJson) => boolean,
+  timeoutMs = 60_000,
+  project = 1,
+): Promise<DeletionJson> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    const res = await request(`${w.url}/api/projects/${project}/deletions/${id}/`, { headers: bearer() });
+    last = res.json;
+    if (res.status === 200 && until(res.json as DeletionJson)) return res.json as DeletionJson;
+    if (Date.now() > deadline) throw new Error(`deletion ${id} never got there: ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -58,6 +58,7 @@ const store: Store = {
     return inner.query(sql, params, options);
   },
   command: (sql) => inner.command(sql),
+  deleteRows: (table, where, params) => inner.deleteRows(table, where, params),
   accepting: () => inner.accepting(),
   visible: () => inner.visible(),
   close: () => Promise.resolve(),

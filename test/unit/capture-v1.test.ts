@@ -150,7 +150,16 @@ t.test('zstd frame headers are read before any is decoded', (t) => {
 });
 
 t.test('headers, in PostHog’s order', (t) => {
-  const project: Project = { id: 1, name: 'p', apiToken: 'phc_ok', createdAt: '', anonymizeIps: false };
+  const project: Project = {
+    id: 1,
+    name: 'p',
+    apiToken: 'phc_ok',
+    createdAt: '',
+    anonymizeIps: false,
+    eventRetentionDays: null,
+    suppressedDistinctIds: [],
+    dataDeletedAt: null,
+  };
   const catalog: ProjectKeys = {
     projectByApiToken: (token) => (token === 'phc_ok' ? project : undefined),
     close: async () => {},

@@ -24,9 +24,21 @@ function base(): CatalogState {
   return new CatalogState({
     version: 1,
     nextProjectId: 2,
-    projects: [{ id: 1, name: 'one', apiToken: 'phc_one', createdAt: T0, anonymizeIps: false }],
+    projects: [
+      {
+        id: 1,
+        name: 'one',
+        apiToken: 'phc_one',
+        createdAt: T0,
+        anonymizeIps: false,
+        eventRetentionDays: null,
+        suppressedDistinctIds: [],
+        dataDeletedAt: null,
+      },
+    ],
     personalApiKeys: [key('a', 'phx_a', [1]), key('all', 'phx_all', '*')],
     endpoints: [],
+    deletions: [],
   });
 }
 
@@ -57,7 +69,15 @@ t.test('a file written before keys had createdBy / revokedAt reads as never revo
 t.test('a new project takes the next id, and the granted key gains it', (t) => {
   const before = base();
   const { state, project } = before.withProject(
-    { name: 'two', apiToken: 'phc_two', createdAt: T0, anonymizeIps: false },
+    {
+      name: 'two',
+      apiToken: 'phc_two',
+      createdAt: T0,
+      anonymizeIps: false,
+      eventRetentionDays: null,
+      suppressedDistinctIds: [],
+      dataDeletedAt: null,
+    },
     'a',
   );
   t.equal(project.id, 2);
@@ -68,12 +88,32 @@ t.test('a new project takes the next id, and the granted key gains it', (t) => {
   t.same(before.personalKey('a')?.projects, [1]);
 
   const toAll = state.withProject(
-    { name: 'three', apiToken: 'phc_three', createdAt: T0, anonymizeIps: false },
+    {
+      name: 'three',
+      apiToken: 'phc_three',
+      createdAt: T0,
+      anonymizeIps: false,
+      eventRetentionDays: null,
+      suppressedDistinctIds: [],
+      dataDeletedAt: null,
+    },
     'all',
   );
   t.equal(toAll.state.personalKey('all')?.projects, '*', 'a key reaching every project stays so');
   t.throws(
-    () => state.withProject({ name: 'x', apiToken: 'phc_x', createdAt: T0, anonymizeIps: false }, 'nobody'),
+    () =>
+      state.withProject(
+        {
+          name: 'x',
+          apiToken: 'phc_x',
+          createdAt: T0,
+          anonymizeIps: false,
+          eventRetentionDays: null,
+          suppressedDistinctIds: [],
+          dataDeletedAt: null,
+        },
+        'nobody',
+      ),
     /no personal API key/,
   );
   t.end();
@@ -81,7 +121,15 @@ t.test('a new project takes the next id, and the granted key gains it', (t) => {
 
 t.test('a rename keeps id and API key', (t) => {
   const renamed = base().withProjectPatch(1, { name: 'uno' });
-  t.match(renamed?.project, { id: 1, name: 'uno', apiToken: 'phc_one', anonymizeIps: false });
+  t.match(renamed?.project, {
+    id: 1,
+    name: 'uno',
+    apiToken: 'phc_one',
+    anonymizeIps: false,
+    eventRetentionDays: null,
+    suppressedDistinctIds: [],
+    dataDeletedAt: null,
+  });
   t.equal(renamed?.state.projectByApiToken('phc_one')?.name, 'uno', 'capture sees the same project');
   t.equal(base().withProjectPatch(9, { name: 'x' }), undefined);
   t.equal(base().withProjectPatch(1, { name: 'one' }), undefined, 'a patch that changes nothing');
@@ -161,7 +209,15 @@ t.test('a file written before endpoints existed reads with none', (t) => {
 
 t.test('endpoints: unique by name in a project, found by name, listed oldest first', (t) => {
   const withTwo = base().withProject(
-    { name: 'two', apiToken: 'phc_two', createdAt: T0, anonymizeIps: false },
+    {
+      name: 'two',
+      apiToken: 'phc_two',
+      createdAt: T0,
+      anonymizeIps: false,
+      eventRetentionDays: null,
+      suppressedDistinctIds: [],
+      dataDeletedAt: null,
+    },
     'a',
   ).state;
   const state = withTwo.withEndpoint(endpoint('daily')).withEndpoint(endpoint('weekly'));

@@ -42,13 +42,24 @@ const endpoint: Endpoint = {
   updatedAt: at,
   versions: [version],
 };
-const m = new Materializations({}, { catalog: {} as never, writer: {} as never, logger: {} as never });
+const projects: Record<number, { dataDeletedAt: string | null }> = { 1: { dataDeletedAt: null } };
+const catalog = { project: (id: number) => projects[id] } as never;
+const m = new Materializations({}, { catalog, writer: {} as never, logger: {} as never });
 const t0 = Date.parse(at);
 
 t.test('a result is served until it is twice its sync interval old', (t) => {
   t.match(m.servable(endpoint, version, t0 + 3600_000), { objectKey: state.objectKey, at });
   t.ok(m.servable(endpoint, version, t0 + 2 * 3600_000), 'at exactly twice');
   t.equal(m.servable(endpoint, version, t0 + 2 * 3600_000 + 1), undefined, 'older: the raw data answers');
+  t.end();
+});
+
+t.test('a result computed before data of its project was erased is not served again', (t) => {
+  projects[1] = { dataDeletedAt: new Date(t0 + 1).toISOString() };
+  t.equal(m.servable(endpoint, version, t0 + 1000), undefined, 'erased after it was computed');
+  projects[1] = { dataDeletedAt: new Date(t0).toISOString() };
+  t.ok(m.servable(endpoint, version, t0 + 1000), 'computed at the same moment or after: served');
+  projects[1] = { dataDeletedAt: null };
   t.end();
 });
 

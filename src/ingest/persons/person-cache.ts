@@ -85,6 +85,33 @@ export class PersonCache {
     this.#entries.set(key, person);
   }
 
+  /**
+   * Drops every entry of these persons and distinct ids (an erasure) and marks the persons stale, so nothing
+   * uses them again; returns their writes still in flight, to be waited for.
+   */
+  erase(projectId: number, personIds: readonly string[], distinctIds: readonly string[]): Promise<void>[] {
+    const writes: Promise<void>[] = [];
+    const drop = (p: Person): void => {
+      p.stale = true;
+      if (p.committing) writes.push(p.committing);
+      for (const id of p.distinctIds) {
+        const key = cacheKey(p.projectId, id);
+        if (this.#entries.peek(key) === p) this.#entries.delete(key);
+      }
+    };
+    for (const id of personIds) {
+      const p = this.#byId.get(id);
+      if (p && p.projectId === projectId) drop(p);
+    }
+    for (const id of distinctIds) {
+      const key = cacheKey(projectId, id);
+      const p = this.#entries.peek(key);
+      if (p) drop(p);
+      this.#entries.delete(key);
+    }
+    return writes;
+  }
+
   /** Evicts down to the bound; called after a change has pinned what it wrote. */
   trim(): void {
     this.#entries.trim();

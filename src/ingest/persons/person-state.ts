@@ -35,6 +35,8 @@ export interface PersonOutcome {
 
 /** Rounds of load-then-apply before giving up; more than two means other actors keep changing the ids. */
 const MAX_ATTEMPTS = 8;
+/** Erased person ids remembered (oldest out first). */
+const MAX_ERASED = 1_000_000;
 const NOTHING_LOADED: ReadonlyMap<string, StoredPerson> = new Map();
 
 /**
@@ -55,6 +57,8 @@ export class PersonState {
   readonly #knownIds: KnownIds | undefined;
   readonly #metrics: Metrics | undefined;
   readonly #writer: BatchWriter;
+  /** Persons being erased, by id: the store's rows of them are no person. */
+  readonly #erased = new Set<string>();
 
   constructor(config: PersonStateConfig, deps: PersonStateDeps) {
     this.#cache = new PersonCache(config.cacheSize);
@@ -63,6 +67,22 @@ export class PersonState {
     this.#knownIds = deps.knownIds;
     this.#metrics = deps.metrics;
     this.#writer = deps.writer;
+  }
+
+  /**
+   * Forgets persons being erased: nothing cached of them is used again, and a person the store still holds
+   * (until the erasure deletes it) is taken for none, so their distinct ids get new persons. Resolves when
+   * the writes of theirs already under way are committed, after which none is made.
+   */
+  async forget(
+    projectId: number,
+    personIds: readonly string[],
+    distinctIds: readonly string[],
+  ): Promise<void> {
+    for (const id of personIds) this.#erased.add(id);
+    // Bounded: an erasure's store delete is done within minutes, after which the store has no such person.
+    while (this.#erased.size > MAX_ERASED) this.#erased.delete(this.#erased.values().next().value!);
+    await Promise.allSettled(this.#cache.erase(projectId, personIds, distinctIds));
   }
 
   /**
@@ -182,7 +202,8 @@ export class PersonState {
   #resolve(key: string, loaded: ReadonlyMap<string, StoredPerson>): Person | null {
     const cached = this.#cache.get(key);
     if (cached !== undefined) return cached;
-    const stored = loaded.get(key);
+    const found = loaded.get(key);
+    const stored = found && !this.#erased.has(found.id) ? found : undefined;
     let person: Person | null = null;
     if (stored) {
       person = this.#cache.live(stored.id) ?? {

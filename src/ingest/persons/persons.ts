@@ -29,6 +29,11 @@ export interface Persons {
   ready(event: CapturedEvent): boolean;
   /** Resolves the event's person, merging and applying its property updates. Synchronous when it can be. */
   process(event: CapturedEvent): PersonOutcome | Promise<PersonOutcome>;
+  /**
+   * Forgets persons an erasure deletes (their ids, and every distinct id of theirs): later events of those
+   * distinct ids get new persons. Resolves once the writes of theirs already under way are committed.
+   */
+  forget(projectId: number, personIds: readonly string[], distinctIds: readonly string[]): Promise<void>;
 }
 
 export type IdentifyOutcome =

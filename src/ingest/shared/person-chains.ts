@@ -216,6 +216,22 @@ export class PersonChains {
     return person;
   }
 
+  /**
+   * Deletes persons an erasure deletes from the bucket, their links and records, and from this process's
+   * caches. (Another process's cached link to one goes once its person record's deletion reaches it; see
+   * docs/operations.md, "Erasure".)
+   */
+  async forget(project: number, personIds: readonly string[], distinctIds: readonly string[]): Promise<void> {
+    for (const id of distinctIds) {
+      this.#links.delete(cacheKey(project, id));
+      await this.#bucket.delete(linkKey(project, id));
+    }
+    for (const id of personIds) {
+      this.#persons.delete(personKey(project, id));
+      await this.#bucket.delete(personKey(project, id));
+    }
+  }
+
   /** Links a distinct id that has no link (a create). KvConflict when it has one now. */
   async link(ctx: EventContext, distinctId: string, link: LinkRecord): Promise<void> {
     const key = cacheKey(ctx.project, distinctId);

@@ -107,6 +107,10 @@ export class SharedPersons implements Persons {
     return this.#run(event, valid, warning);
   }
 
+  forget(projectId: number, personIds: readonly string[], distinctIds: readonly string[]): Promise<void> {
+    return this.#chains.forget(projectId, personIds, distinctIds);
+  }
+
   /** The cached person of an event that changes nothing about it (the common case), else undefined. */
   #unchanged(event: CapturedEvent): SeenPerson | undefined {
     const p = this.#chains.cached(event.projectId, event.distinctId);

@@ -174,6 +174,7 @@ export class EndpointRunner {
   readonly #materialized: MaterializedRuns | undefined;
   readonly #logger: Logger | undefined;
   readonly #properties: PropertyDefinitions | undefined;
+  readonly #deletedAt: (projectId: number) => number;
 
   constructor(
     config: EndpointRunnerConfig,
@@ -183,9 +184,15 @@ export class EndpointRunner {
       readonly logger?: Logger;
       /** The projects' property types, which a SQL endpoint's query reads its properties as. */
       readonly properties?: PropertyDefinitions;
+      /**
+       * When data of a project was last deleted (ms since the epoch; 0: never): a result cached from a run
+       * that started before is not served.
+       */
+      readonly dataDeletedAt?: (projectId: number) => number;
     },
   ) {
     this.#store = deps.store;
+    this.#deletedAt = deps.dataDeletedAt ?? (() => 0);
     this.#materialized = deps.materialized;
     this.#logger = deps.logger;
     this.#properties = deps.properties;
@@ -237,11 +244,13 @@ export class EndpointRunner {
 
     if (request.refresh === 'cache') {
       const hit = this.#cache.get(key);
-      if (hit && Date.now() - hit.startedAt < endpoint.cacheAgeSeconds * 1000) {
-        const maxAgeMs = endpoint.cacheAgeSeconds * 1000;
+      const fresh = (h: { startedAt: number }): boolean =>
+        Date.now() - h.startedAt < endpoint.cacheAgeSeconds * 1000 &&
+        h.startedAt >= this.#deletedAt(endpoint.projectId);
+      if (hit && fresh(hit)) {
         const holds = (): boolean =>
           this.#cache.get(key) === hit &&
-          Date.now() - hit.startedAt < maxAgeMs &&
+          fresh(hit) &&
           // A property type set since makes the answer another one (its key has the types' version).
           this.#properties?.forProject(endpoint.projectId).version === types?.version;
         return answers.cached(hit.value, endpoint.name, holds, clock);

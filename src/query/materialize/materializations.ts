@@ -115,13 +115,21 @@ export class Materializations {
     const state = version.materialization;
     if (!version.isMaterialized || !state?.objectKey || !state.lastMaterializedAt || !state.serving)
       return undefined;
-    const age = now - Date.parse(state.lastMaterializedAt);
-    if (age > 2 * SYNC_SECONDS[endpoint.syncFrequency] * 1000) return undefined;
+    const at = Date.parse(state.lastMaterializedAt);
+    if (now - at > 2 * SYNC_SECONDS[endpoint.syncFrequency] * 1000) return undefined;
+    // Computed before data of the project was erased: it may hold what is gone, so it is never served again.
+    if (at < this.#deletedAt(endpoint)) return undefined;
     return {
       objectKey: state.objectKey,
       at: state.lastMaterializedAt,
       serving: state.serving as ServingPlan,
     };
+  }
+
+  /** When data of the endpoint's project was last deleted (ms since the epoch; 0: never). */
+  #deletedAt(endpoint: Endpoint): number {
+    const at = this.#deps.catalog.project(endpoint.projectId)?.dataDeletedAt;
+    return at ? Date.parse(at) : 0;
   }
 
   /**
@@ -149,7 +157,8 @@ export class Materializations {
       for (const endpoint of this.#deps.catalog.listEndpoints(project.id)) {
         for (const version of endpoint.versions) {
           if (this.#closed) return;
-          if (isDue(endpoint, version, now)) await this.#refresh(endpoint, version.version);
+          if (isDue(endpoint, version, now, this.#deletedAt(endpoint)))
+            await this.#refresh(endpoint, version.version);
         }
       }
     }
@@ -176,7 +185,7 @@ export class Materializations {
     const startedAt = new Date();
     const claimed = await catalog.updateEndpoint(endpoint.projectId, endpoint.name, (current) => {
       const v = current.versions[n - 1];
-      if (!v || !isDue(current, v, startedAt.getTime())) return {};
+      if (!v || !isDue(current, v, startedAt.getTime(), this.#deletedAt(current))) return {};
       const lease = {
         owner: this.#owner,
         until: new Date(startedAt.getTime() + this.#config.leaseMs).toISOString(),
@@ -252,13 +261,15 @@ function stateOf(v: EndpointVersion): MaterializationState {
 }
 
 /** Whether a version's refresh should start now (see the file comment). */
-function isDue(endpoint: Endpoint, v: EndpointVersion, now: number): boolean {
+function isDue(endpoint: Endpoint, v: EndpointVersion, now: number, deletedAt: number): boolean {
   if (!v.isMaterialized || !v.isActive || !endpoint.isActive) return false;
   const state = v.materialization;
   if (!state || state.status === 'pending') return true;
   if (state.status === 'running')
     return !state.lease || Date.parse(state.lease.until) < now || ownerGone(state.lease.owner);
   const ended = state.refreshedAt ? Date.parse(state.refreshedAt) : 0;
+  // Data of the project was deleted since the last refresh ended: at once, not at the next sync.
+  if (ended < deletedAt) return true;
   return now - ended >= SYNC_SECONDS[endpoint.syncFrequency] * 1000;
 }
 

@@ -225,3 +225,19 @@ export function personUuid(raw: string): string {
   }
   return uuid;
 }
+
+/** Every distinct id that points at one of these persons now (what a suppression of them must cover). */
+export async function distinctIdsOfPersons(
+  deps: PersonReadDeps,
+  projectId: number,
+  personIds: readonly string[],
+): Promise<string[]> {
+  if (personIds.length === 0) return [];
+  const table = await deps.reader.queryTable(
+    `SELECT DISTINCT distinct_id FROM ${quoteName(deps.database)}.person_distinct_ids FINAL
+     WHERE project_id = {project:UInt64} AND person_id IN {persons:Array(UUID)} AND is_deleted = 0`,
+    { project: projectId, persons: personIds },
+    { project: projectId, kind: 'adhoc' },
+  );
+  return table.rows.map(([id]) => String(id));
+}

@@ -331,8 +331,10 @@ export class ChdbClient implements TableReader, ParquetExporter {
     );
   }
 
-  async command(sql: string): Promise<void> {
-    await this.#gate.run('store', () => this.#client.command({ query: sql }));
+  async command(sql: string, params: Record<string, unknown> = {}): Promise<void> {
+    await this.#gate.run('store', () =>
+      this.#client.command({ query: sql, query_params: exactIntegers(params) }),
+    );
   }
 
   async close(): Promise<void> {

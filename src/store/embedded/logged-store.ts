@@ -1,3 +1,4 @@
+import { deleteStatement } from '../sql.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import {
@@ -270,6 +271,15 @@ export class LoggedStore extends RowInserts implements Store, TableReader, Parqu
       this.#timer = undefined;
       void this.#applyAll().catch(() => undefined);
     }
+  }
+
+  /**
+   * Applies what is committed (or fails, to be retried: a row left in the log would be stored after the
+   * delete), then deletes on the store's own connection, in line with the applier.
+   */
+  async deleteRows(table: string, where: string, params: Record<string, unknown>): Promise<void> {
+    await this.#readable();
+    await this.#inner.command(deleteStatement(table, where), params);
   }
 
   /** Applies what is committed, then closes. What cannot be applied now stays in the log for next start. */

@@ -29,6 +29,11 @@ const SHARDED: Readonly<Record<string, string>> = {
   ingestion_warnings: 'cityHash64(project_id, details)',
 };
 
+/** Whether a table is sharded on a cluster: its rows live in `<name>_local` on each shard. */
+export function isSharded(table: string): boolean {
+  return Object.hasOwn(SHARDED, table);
+}
+
 const CREATE =
   /^\s*CREATE TABLE IF NOT EXISTS (\w+)\s*(\([\s\S]*\))\s*ENGINE\s*=\s*(\w*MergeTree)(?:\(([^)]*)\))?(\s[\s\S]*)$/;
 const ALTER = /^\s*ALTER TABLE (\w+) (MODIFY SETTING|ADD COLUMN IF NOT EXISTS) ([\s\S]+)$/;

@@ -23,8 +23,8 @@ import { migrate } from '../migrate.ts';
 import { Quarantine } from '../quarantine.ts';
 import { CheckedInserts } from '../refused-rows.ts';
 import { PendingBytes, RowInserts } from '../row-inserts.ts';
-import { columnList, exactIntegers, INSERT_SETTINGS, sqlString } from '../sql.ts';
-import { clusterStatements } from './cluster-schema.ts';
+import { columnList, deleteStatement, exactIntegers, INSERT_SETTINGS, sqlString } from '../sql.ts';
+import { clusterStatements, isSharded } from './cluster-schema.ts';
 import { RequestRetry } from './request-retry.ts';
 
 export interface ServerStoreConfig {
@@ -324,6 +324,20 @@ export class ServerStore extends RowInserts implements Store, TableReader, Parqu
 
   async command(sql: string): Promise<void> {
     await this.#retry.run('statement', () => this.#client.command({ query: sql }));
+  }
+
+  /**
+   * A delete is idempotent, so it is retried as a read is. On a cluster it goes to each shard's table (a
+   * Distributed table takes no delete), on every node.
+   */
+  async deleteRows(table: string, where: string, params: Record<string, unknown>): Promise<void> {
+    const target = this.#config.cluster !== undefined && isSharded(table) ? `${table}_local` : table;
+    await this.#retry.run('delete', () =>
+      this.#client.command({
+        query: deleteStatement(target, where, this.#onCluster()),
+        query_params: exactIntegers(params),
+      }),
+    );
   }
 
   async close(): Promise<void> {
