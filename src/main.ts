@@ -44,11 +44,15 @@ export async function startWeir(config: Config, logger: Logger): Promise<Weir> {
     const propertyDefinitions = await openPropertyDefinitions({ store, logger }, teardown);
     const ingest = await startIngest(
       config,
-      { store, metrics, logger, properties: propertyDefinitions },
+      { store, metrics, logger, properties: propertyDefinitions, catalog },
       teardown,
     );
     const bus = await openBus(config, { ingest, metrics, logger }, teardown);
-    const deletions = startDeletions(config, { catalog, store, ingest, logger }, teardown);
+    const deletions = startDeletions(
+      config,
+      { catalog, store, ingest, logger, properties: propertyDefinitions },
+      teardown,
+    );
     const onDeletion = (): void => deletions.wake();
 
     const transport = httpTransport(config, logger);

@@ -11,6 +11,7 @@ import {
 import { AppError } from '../errors/app-error.ts';
 import type { InFlight } from '../http/in-flight.ts';
 import { apiRoute, type ApiRequest, type ApiResponse } from './api-route.ts';
+import { deletionJson } from './person-routes.ts';
 import { authenticate, type Caller } from './auth.ts';
 import {
   invalid,
@@ -26,7 +27,12 @@ export interface ManagementRoutesDeps {
   readonly catalog: Catalog;
   readonly inFlight: InFlight;
   readonly logger: Logger;
+  /** Told of each deletion accepted, so this process's runner starts it at once (if it has one). */
+  readonly onDeletion?: () => void;
 }
+
+/** The longest event retention a project may set: a hundred years is "for ever" said as a number. */
+const MAX_RETENTION_DAYS = 36_500;
 
 const MAX_NAME = 200;
 
@@ -58,11 +64,24 @@ export function registerManagementRoutes(app: HttpApp, deps: ManagementRoutesDep
         const who = caller(req);
         const project = who.requireProject(req.params[0]!);
         who.requireScope('project:write');
-        const body = objectBody(req.body, ['name', 'anonymize_ips']);
+        const body = objectBody(req.body, ['name', 'anonymize_ips', 'event_retention_days']);
         const name = isPresent(body, 'name') ? requiredString(body, 'name', MAX_NAME) : undefined;
         const anonymizeIps = optionalBoolean(body, 'anonymize_ips');
-        const updated = await catalog.updateProject(project.id, { name, anonymizeIps });
+        const eventRetentionDays = retentionDays(body);
+        const updated = await catalog.updateProject(project.id, { name, anonymizeIps, eventRetentionDays });
         return { status: 200, body: projectJson(updated ?? project) };
+      },
+      // 202: from this answer on its project API key captures nothing and it lists nowhere; its data,
+      // endpoints and materializations are erased in the background (its state at P/deletions/{id}/).
+      del: async (req) => {
+        const who = caller(req);
+        const project = who.requireProject(req.params[0]!);
+        who.requireScope('project:write');
+        const deletion = await catalog.deleteProject(project.id, who.key.id);
+        if (!deletion) throw new AppError('not_found', { detail: `There is no project ${project.id}.` });
+        deps.onDeletion?.();
+        const body = deletionJson(req)(deletion);
+        return { status: 202, body, headers: { location: String(body['url']) } };
       },
     });
   }
@@ -111,7 +130,22 @@ function projectJson(p: Project): Record<string, unknown> {
     api_token: p.apiToken,
     created_at: p.createdAt,
     anonymize_ips: p.anonymizeIps,
+    event_retention_days: p.eventRetentionDays,
   };
+}
+
+/** `event_retention_days`: days from 1 to MAX_RETENTION_DAYS, or null to keep events for ever. */
+function retentionDays(body: JsonObject): number | null | undefined {
+  if (!Object.hasOwn(body, 'event_retention_days')) return undefined;
+  const v = body['event_retention_days'];
+  if (v === null) return null;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_RETENTION_DAYS) {
+    throw invalid(
+      'event_retention_days',
+      `'event_retention_days' is a whole number of days from 1 to ${MAX_RETENTION_DAYS}, or null to keep events for ever.`,
+    );
+  }
+  return v;
 }
 
 /** A key as shown: never its value (only on creation) nor its hash. */

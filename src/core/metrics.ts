@@ -57,6 +57,11 @@ export class Metrics {
     registers: [this.registry],
     collect: () => this.#flushTallies(),
   });
+  readonly ingestDroppedDeleted = new Counter({
+    name: 'weir_ingest_events_of_deleted_projects_total',
+    help: 'Events ingest dropped because their project was deleted while they were on their way.',
+    registers: [this.registry],
+  });
   readonly captureDropped = new Counter({
     name: 'weir_capture_events_dropped_total',
     help: 'Events answered 200 but not ingested (SPEC §2 silent drops), by reason.',

@@ -67,6 +67,9 @@ export class BatchWriter {
   #queued = false;
   #idleWaiters: (() => void)[] = [];
 
+  /** Writes not yet committed or failed. */
+  readonly #unsettled = new Set<Promise<void>>();
+
   constructor(config: BatchWriterConfig, deps: BatchWriterDeps) {
     this.#config = config;
     this.#deps = deps;
@@ -105,7 +108,7 @@ export class BatchWriter {
       return Promise.reject(asError(err));
     }
     const count = rows.length;
-    return new Promise<void>((resolve, reject) => {
+    const written = new Promise<void>((resolve, reject) => {
       let queue = this.#pending.get(table);
       if (!queue) {
         queue = [];
@@ -114,6 +117,18 @@ export class BatchWriter {
       queue.push({ columns, encoded, count, resolve, reject });
       this.#schedule();
     });
+    this.#unsettled.add(written);
+    const settle = (): void => void this.#unsettled.delete(written);
+    written.then(settle, settle);
+    return written;
+  }
+
+  /**
+   * Resolves once every write made before the call has been committed or has failed (later ones are not
+   * waited for, so a busy writer still answers): an erasure's deletes then meet every row written before.
+   */
+  writtenSoFar(): Promise<void> {
+    return Promise.allSettled([...this.#unsettled]).then(() => undefined);
   }
 
   /** Resolves once every row committed so far is visible to the store's `fresh: false` queries. */

@@ -46,6 +46,11 @@ export interface IngestDeps {
    * has other writers. Without it the state is this process's own, as one process needs.
    */
   readonly sharedState?: SharedStateSource;
+  /**
+   * Whether a project still exists (the catalog's): events of a deleted one still on their way (a bus's
+   * backlog) are dropped, counted, rather than stored after its data was erased. Every project when absent.
+   */
+  readonly projectExists?: (projectId: number) => boolean;
 }
 
 interface Job {
@@ -229,7 +234,8 @@ export class IngestService {
    * wait after all (a cached person evicted meanwhile), its partitions are held until it is done, so their
    * later events still come after it.
    */
-  #handle(batch: EventBatch): Promise<void> {
+  #handle(given: EventBatch): Promise<void> {
+    const batch = this.#ofLiveProjects(given);
     const commits: Promise<void>[] = [];
     if (batch.warnings.length > 0)
       commits.push(watched(this.#writer.write('ingestion_warnings', batch.warnings.map(warningRow))));
@@ -276,7 +282,24 @@ export class IngestService {
     return settled(sends, commits);
   }
 
-  /** Waits until everything handed in so far is processed and committed. */
+  /** The batch without what belongs to deleted projects (the same batch when nothing does). */
+  #ofLiveProjects(batch: EventBatch): EventBatch {
+    const exists = this.#deps.projectExists;
+    if (!exists) return batch;
+    let last = -1;
+    let gone = false;
+    for (const e of batch.events) {
+      if (e.projectId === last) continue;
+      if (!exists(e.projectId)) gone = true;
+      last = e.projectId;
+    }
+    for (const w of batch.warnings) if (!exists(w.projectId)) gone = true;
+    if (!gone) return batch;
+    const events = batch.events.filter((e) => exists(e.projectId));
+    this.#deps.metrics.ingestDroppedDeleted.inc(batch.events.length - events.length);
+    return { ...batch, events, warnings: batch.warnings.filter((w) => exists(w.projectId)) };
+  }
+
   /**
    * Forgets persons an erasure deletes (Persons.forget), then waits until every row written so far is
    * committed and visible, so that a delete run after it meets every row of theirs.
@@ -287,9 +310,11 @@ export class IngestService {
     distinctIds: readonly string[],
   ): Promise<void> {
     await this.#persons.forget(projectId, personIds, distinctIds);
+    await this.#writer.writtenSoFar();
     await this.#writer.visible();
   }
 
+  /** Waits until everything handed in so far is processed and committed. */
   async drain(): Promise<void> {
     await Promise.all([this.#live.idle(), this.#overflow.idle(), this.#historical.idle()]);
     await this.#writer.flushed();

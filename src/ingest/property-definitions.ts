@@ -198,6 +198,15 @@ export class PropertyDefinitionRegistry implements PropertyDefinitions, Property
     if (this.#reloadMs > 0) this.#scheduleReload();
   }
 
+  /** Forgets a deleted project's definitions, written or not: none of them is written to the store again. */
+  forgetProject(projectId: number): void {
+    const state = this.#projects.get(projectId);
+    if (!state) return;
+    this.#projects.delete(projectId);
+    this.#definitions -= state.event.size + state.person.size;
+    for (const d of this.#pending) if (d.projectId === projectId) this.#pending.delete(d);
+  }
+
   forProject(projectId: number): PropertyTypes {
     const state = this.#projects.get(projectId);
     if (state === undefined || state.version === 0) return NO_PROPERTY_TYPES;

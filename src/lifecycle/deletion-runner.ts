@@ -1,16 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../core/logger.ts';
+import type { ObjectStore } from '../core/object-store.ts';
 import type { Catalog, Deletion, DeletionCounts, Store } from '../core/ports.ts';
-import { eraseTargets, findTargets, NO_COUNTS, type Targets } from './erasure.ts';
+import { eraseTargets, findTargets, NO_COUNTS, type PersonForgetter, type Targets } from './erasure.ts';
+import { eraseProject } from './project-erasure.ts';
 
-/** What the runner needs of this process's ingest: to stop using persons it erases. */
-export interface PersonForgetter {
-  forgetPersons(
-    projectId: number,
-    personIds: readonly string[],
-    distinctIds: readonly string[],
-  ): Promise<void>;
-}
+export type { PersonForgetter } from './erasure.ts';
 
 export interface DeletionRunnerConfig {
   /** How often deletions are looked for (a deletion made in this process is started at once). @default 1000 */
@@ -28,6 +23,10 @@ export interface DeletionRunnerDeps {
   readonly catalog: Catalog;
   readonly store: Store;
   readonly ingest?: PersonForgetter;
+  /** Where the project's materializations are (a project deletion removes them). */
+  readonly objects?: ObjectStore;
+  /** This process's property definitions, which a deleted project's are dropped from. */
+  readonly properties?: { forgetProject(projectId: number): void };
   readonly logger: Logger;
 }
 
@@ -151,6 +150,14 @@ export class DeletionRunner {
 
   async #erase(deletion: Deletion): Promise<DeletionCounts> {
     const { store, catalog } = this.#deps;
+    if (deletion.kind === 'project') {
+      return eraseProject(deletion, {
+        ...this.#deps,
+        progress: async (counts) => {
+          await catalog.updateDeletion(deletion.id, () => ({ counts }));
+        },
+      });
+    }
     let current = deletion;
     let targets: Targets | null = current.targets;
     if (targets === null) {
@@ -170,7 +177,8 @@ export class DeletionRunner {
    */
   async #finish(deletion: Deletion, counts: DeletionCounts): Promise<void> {
     const at = new Date().toISOString();
-    await this.#deps.catalog.updateProject(deletion.projectId, { dataDeletedAt: at });
+    if (deletion.kind === 'persons')
+      await this.#deps.catalog.updateProject(deletion.projectId, { dataDeletedAt: at });
     await this.#deps.catalog.updateDeletion(deletion.id, () => ({
       status: 'done',
       finishedAt: at,

@@ -5,6 +5,15 @@ import type { Deletion, DeletionCounts, Store } from '../core/ports.ts';
  * step safe to run again: a run after a crash does what is left and redoes the rest harmlessly.
  */
 
+/** What the runner needs of this process's ingest: to stop using persons it erases. */
+export interface PersonForgetter {
+  forgetPersons(
+    projectId: number,
+    personIds: readonly string[],
+    distinctIds: readonly string[],
+  ): Promise<void>;
+}
+
 export interface Targets {
   readonly personIds: readonly string[];
   readonly distinctIds: readonly string[];

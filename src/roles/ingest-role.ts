@@ -33,11 +33,15 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
     const propertyDefinitions = await openPropertyDefinitions({ store, logger }, teardown);
     const ingest = await startIngest(
       config,
-      { store, metrics, logger, properties: propertyDefinitions },
+      { store, metrics, logger, properties: propertyDefinitions, catalog },
       teardown,
     );
     const consumers = await consumeBus({ ...config, natsUrl }, { ingest, metrics, logger }, teardown);
-    const deletions = startDeletions(config, { catalog, store, ingest, logger }, teardown);
+    const deletions = startDeletions(
+      config,
+      { catalog, store, ingest, logger, properties: propertyDefinitions },
+      teardown,
+    );
 
     const transport = httpTransport(config, logger);
     const app = transport.createApp();

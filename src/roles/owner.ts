@@ -3,12 +3,13 @@ import { IngestConsumers } from '../bus/jetstream/ingest-consumers.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
-import type { Store } from '../core/ports.ts';
+import type { Deletion, Store } from '../core/ports.ts';
 import { freePort } from '../http/server.ts';
 import { IngestService } from '../ingest/ingest-service.ts';
 import { PERSONS_BUCKET, SharedState } from '../ingest/shared/shared-state.ts';
 import { PropertyDefinitionRegistry } from '../ingest/property-definitions.ts';
 import { DeletionRunner } from '../lifecycle/deletion-runner.ts';
+import { openObjectStore } from '../objects/open-object-store.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
 import { embeddedStore, openStore, type OpenedStore } from '../store/open-store.ts';
 import { openCatalog, type RoleCatalog } from './catalog.ts';
@@ -114,14 +115,36 @@ export async function openPropertyDefinitions(
  */
 export async function startIngest(
   config: Config,
-  deps: { store: Store; metrics: Metrics; logger: Logger; properties: PropertyDefinitionRegistry },
+  deps: {
+    store: Store;
+    metrics: Metrics;
+    logger: Logger;
+    properties: PropertyDefinitionRegistry;
+    /** The catalog: events of a project deleted while they were on their way are dropped. */
+    catalog?: Pick<RoleCatalog, 'listDeletions'>;
+  },
   teardown: Teardown,
 ): Promise<IngestService> {
   const sharedState =
     !deps.store.soleWriter && config.natsUrl !== undefined
       ? await openSharedState({ ...config, natsUrl: config.natsUrl }, deps, teardown)
       : undefined;
-  const ingest = new IngestService(config, { ...deps, sharedState });
+  // Only a project known deleted: a project this process has not heard of yet (a shared catalog's copy a
+  // moment behind the capture that took its events) is not one to drop events of.
+  const catalog = deps.catalog;
+  let seen: readonly Deletion[] | undefined;
+  let deleted: ReadonlySet<number> = new Set();
+  const projectExists = catalog
+    ? (id: number): boolean => {
+        const list = catalog.listDeletions();
+        if (list !== seen) {
+          seen = list;
+          deleted = new Set(list.filter((d) => d.kind === 'project').map((d) => d.projectId));
+        }
+        return !deleted.has(id);
+      }
+    : undefined;
+  const ingest = new IngestService(config, { ...deps, sharedState, projectExists });
   await ingest.start(config.dedupWindow);
   teardown.push(
     'commit what ingest holds',
@@ -191,10 +214,19 @@ export async function consumeBus(
  */
 export function startDeletions(
   config: Config,
-  deps: { catalog: RoleCatalog; store: Store; ingest: IngestService; logger: Logger },
+  deps: {
+    catalog: RoleCatalog;
+    store: Store;
+    ingest: IngestService;
+    logger: Logger;
+    properties: PropertyDefinitionRegistry;
+  },
   teardown: Teardown,
 ): DeletionRunner {
-  const runner = new DeletionRunner({ exclusive: config.catalog === 'file' }, deps);
+  // A project's materializations are deleted with it: the object store the API's refreshes write to.
+  const objects = openObjectStore(config, config.dataDir, { idleTimeoutMs: config.s3TimeoutSeconds * 1000 });
+  teardown.push("close the deletions' object store", () => objects.close());
+  const runner = new DeletionRunner({ exclusive: config.catalog === 'file' }, { ...deps, objects });
   runner.start();
   teardown.push(
     'stop running deletions',

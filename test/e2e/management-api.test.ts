@@ -53,7 +53,14 @@ t.test('GET /api/projects/ lists the projects the key reaches', async (t) => {
   const body = res.json as { results: Json[]; count: number };
   t.equal(body.count, body.results.length);
   t.match(body.results[0], { id: 1, name: 'Default project', api_token: PROJECT_API_KEY, created_at: ISO });
-  t.same(Object.keys(body.results[0]!).sort(), ['anonymize_ips', 'api_token', 'created_at', 'id', 'name']);
+  t.same(Object.keys(body.results[0]!).sort(), [
+    'anonymize_ips',
+    'api_token',
+    'created_at',
+    'event_retention_days',
+    'id',
+    'name',
+  ]);
   t.equal((await api('GET', '/api/projects', PERSONAL_API_KEY)).status, 200, 'trailing slash optional');
 });
 
@@ -61,7 +68,14 @@ t.test('POST /api/projects/ makes a project that captures at once, and the key g
   const res = await api('POST', '/api/projects/', PERSONAL_API_KEY, { name: '  Marketing site ' });
   t.equal(res.status, 201);
   const project = res.json as Json;
-  t.same(Object.keys(project).sort(), ['anonymize_ips', 'api_token', 'created_at', 'id', 'name']);
+  t.same(Object.keys(project).sort(), [
+    'anonymize_ips',
+    'api_token',
+    'created_at',
+    'event_retention_days',
+    'id',
+    'name',
+  ]);
   t.equal(project['name'], 'Marketing site', 'the name is trimmed');
   t.match(project['api_token'], /^phc_[A-Za-z0-9]{43}$/);
   t.ok((project['id'] as number) > 1);
@@ -165,7 +179,7 @@ t.test('project bodies are validated, each error naming its field', async (t) =>
 t.test('other methods are 405 with Allow', async (t) => {
   for (const [method, path, allow] of [
     ['PUT', '/api/projects/', 'GET, POST'],
-    ['DELETE', '/api/projects/1/', 'GET, PATCH'],
+    ['PUT', '/api/projects/1/', 'GET, PATCH, DELETE'],
     ['PATCH', '/api/personal_api_keys/', 'GET, POST'],
     ['POST', '/api/personal_api_keys/abc/', 'GET, DELETE'],
   ] as const) {
@@ -592,4 +606,25 @@ t.test('catalog.json never holds a personal API key in clear', async (t) => {
   t.notOk(text.includes(made['value'] as string), 'a key made over the API');
   t.notOk(text.includes((made['value'] as string).slice(4)), 'nor its random part');
   t.ok(text.includes(PROJECT_API_KEY), 'project API keys are public and kept so they can be shown');
+});
+
+t.test('PATCH /api/projects/{id}/ sets event_retention_days: whole days, or null for ever', async (t) => {
+  const path = '/api/projects/1/';
+  t.match(
+    (await api('GET', path, PERSONAL_API_KEY)).json,
+    { event_retention_days: null },
+    'for ever at first',
+  );
+  t.match((await api('PATCH', path, PERSONAL_API_KEY, { event_retention_days: 30 })).json, {
+    event_retention_days: 30,
+  });
+  t.match((await api('GET', path, PERSONAL_API_KEY)).json, { event_retention_days: 30 }, 'kept');
+  for (const bad of [0, -1, 1.5, 'thirty', 36_501]) {
+    const err = await api('PATCH', path, PERSONAL_API_KEY, { event_retention_days: bad });
+    t.equal(err.status, 400, `refuses ${JSON.stringify(bad)}`);
+    t.match(err.json, { code: 'invalid_input', attr: 'event_retention_days' });
+  }
+  t.match((await api('PATCH', path, PERSONAL_API_KEY, { event_retention_days: null })).json, {
+    event_retention_days: null,
+  });
 });
