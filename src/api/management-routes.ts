@@ -29,6 +29,8 @@ export interface ManagementRoutesDeps {
   readonly logger: Logger;
   /** Told of each deletion accepted, so this process's runner starts it at once (if it has one). */
   readonly onDeletion?: () => void;
+  /** A new project's event retention in days (WEIR_EVENT_RETENTION_DAYS); 0: for ever. @default 0 */
+  readonly defaultEventRetentionDays?: number;
 }
 
 /** The longest event retention a project may set: a hundred years is "for ever" said as a number. */
@@ -52,7 +54,12 @@ export function registerManagementRoutes(app: HttpApp, deps: ManagementRoutesDep
       who.requireScope('project:write');
       const body = objectBody(req.body, ['name']);
       const name = requiredString(body, 'name', MAX_NAME);
-      const project = await catalog.createProject({ name, grantTo: who.key.id });
+      const days = deps.defaultEventRetentionDays ?? 0;
+      const project = await catalog.createProject({
+        name,
+        grantTo: who.key.id,
+        eventRetentionDays: days > 0 ? days : null,
+      });
       return { status: 201, body: projectJson(project) };
     },
   });

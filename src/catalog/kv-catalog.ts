@@ -82,6 +82,8 @@ export interface KvCatalogOptions {
   readonly connected?: () => boolean;
   readonly bootstrapProjectApiKey: string | undefined;
   readonly bootstrapPersonalApiKey: string | undefined;
+  /** Project 1's event retention in days, when this open makes it; 0 or absent: for ever. */
+  readonly eventRetentionDays?: number;
 }
 
 /** The bucket the roles share by default (`WEIR_CATALOG_BUCKET`). */

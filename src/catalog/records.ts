@@ -27,6 +27,8 @@ export interface Bootstrap {
 export interface BootstrapKeys {
   readonly bootstrapProjectApiKey: string | undefined;
   readonly bootstrapPersonalApiKey: string | undefined;
+  /** Project 1's event retention in days (WEIR_EVENT_RETENTION_DAYS); 0 or absent: for ever. */
+  readonly eventRetentionDays?: number;
 }
 
 /** A first start's project 1 and its `*` key (the keys' values from the environment when given). */
@@ -51,7 +53,14 @@ export function bootstrapRecords(env: BootstrapKeys): {
     revokedAt: null,
   };
   return {
-    project: { id: 1, name: 'Default project', apiToken, createdAt: now, ...PROJECT_DEFAULTS },
+    project: {
+      id: 1,
+      name: 'Default project',
+      apiToken,
+      createdAt: now,
+      ...PROJECT_DEFAULTS,
+      eventRetentionDays: env.eventRetentionDays ? env.eventRetentionDays : null,
+    },
     key,
     personal,
   };

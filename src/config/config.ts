@@ -151,6 +151,10 @@ export interface Config {
   readonly storeReadersPerProject: number;
   /** MiB of endpoint run results kept in memory for `refresh: cache`. @default 128 */
   readonly endpointCacheMb: number;
+  /** The event retention of a new project, in days; 0 keeps events for ever. @default 0 */
+  readonly eventRetentionDays: number;
+  /** How often projects' event retention is enforced, in seconds. @default 86400 */
+  readonly retentionIntervalSeconds: number;
   /** Longest a graceful shutdown waits for requests in progress before it goes on. @default 15000 */
   readonly shutdownTimeoutMs: number;
   /**
@@ -494,6 +498,18 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     env: 'WEIR_ENDPOINT_CACHE_MB',
     parse: int(0, 1_000_000),
     default: 128,
+  },
+  eventRetentionDays: {
+    key: 'eventRetentionDays',
+    env: 'WEIR_EVENT_RETENTION_DAYS',
+    parse: int(0, 36_500),
+    default: 0,
+  },
+  retentionIntervalSeconds: {
+    key: 'retentionIntervalSeconds',
+    env: 'WEIR_RETENTION_INTERVAL_SECONDS',
+    parse: int(1, 30 * 86_400),
+    default: 86_400,
   },
   shutdownTimeoutMs: {
     key: 'shutdownTimeoutMs',

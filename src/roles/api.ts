@@ -133,7 +133,7 @@ export function mountApi(
     else answering.set(id, now);
     runner.invalidate(id);
   });
-  registerManagementRoutes(app, deps);
+  registerManagementRoutes(app, { ...deps, defaultEventRetentionDays: config.eventRetentionDays });
   registerPropertyDefinitionRoutes(app, deps);
   registerPersonRoutes(app, { ...deps, database, onDeletion: deps.onDeletion });
   if (deps.quarantine) registerQuarantineRoutes(app, { ...deps, quarantine: deps.quarantine });

@@ -82,6 +82,7 @@ async function openKvCatalog(
     connected: () => link.connected,
     bootstrapProjectApiKey: config.bootstrapProjectApiKey,
     bootstrapPersonalApiKey: config.bootstrapPersonalApiKey,
+    eventRetentionDays: config.eventRetentionDays,
   });
   teardown.push('close the catalog', () => catalog.close());
   deps.logger.info({ bucket: config.catalogBucket }, 'catalog in NATS KV');

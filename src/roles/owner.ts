@@ -9,6 +9,7 @@ import { IngestService } from '../ingest/ingest-service.ts';
 import { PERSONS_BUCKET, SharedState } from '../ingest/shared/shared-state.ts';
 import { PropertyDefinitionRegistry } from '../ingest/property-definitions.ts';
 import { DeletionRunner } from '../lifecycle/deletion-runner.ts';
+import { RetentionSweeper } from '../lifecycle/retention.ts';
 import { openObjectStore } from '../objects/open-object-store.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
 import { embeddedStore, openStore, type OpenedStore } from '../store/open-store.ts';
@@ -209,7 +210,8 @@ export async function consumeBus(
 }
 
 /**
- * Runs the deletions the catalog records (erasures, deleted projects) in a process that writes the store.
+ * Runs the deletions the catalog records (erasures, deleted projects) and enforces projects' event retention,
+ * in a process that writes the store.
  * Stopped before ingest drains: a deletion under way is taken again by the next start.
  */
 export function startDeletions(
@@ -228,6 +230,9 @@ export function startDeletions(
   teardown.push("close the deletions' object store", () => objects.close());
   const runner = new DeletionRunner({ exclusive: config.catalog === 'file' }, { ...deps, objects });
   runner.start();
+  const retention = new RetentionSweeper({ intervalMs: config.retentionIntervalSeconds * 1000 }, deps);
+  retention.start();
+  teardown.push('stop enforcing retention', () => retention.close());
   teardown.push(
     'stop running deletions',
     () => runner.close(),
