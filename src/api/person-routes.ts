@@ -127,6 +127,24 @@ export function registerPersonRoutes(app: HttpApp, deps: PersonRoutesDeps): void
       },
     });
   }
+  for (const base of ['/api/projects/:id/persons/', '/api/environments/:id/persons/']) {
+    // Undoes a suppression: capture takes these distinct ids' events again (what was erased stays erased).
+    apiRoute(app, deps, `${base}unsuppress/`, {
+      post: async (req) => {
+        const who = authenticate(deps.catalog, req.authorization);
+        const project = who.requireProject(req.params[0]!);
+        who.requireScope('person:write');
+        const body = objectBody(req.body, ['distinct_ids']);
+        const ids = listOf(body, 'distinct_ids', (v) => typeof v === 'string' && v !== '' && v.length <= 200);
+        if (ids.length === 0)
+          throw invalid('distinct_ids', "'distinct_ids' lists the ids to take events of again.");
+        const hashes = ids.map(suppressionHash);
+        const had = new Set(project.suppressedDistinctIds);
+        await deps.catalog.updateProject(project.id, { unsuppress: hashes });
+        return { status: 200, body: { unsuppressed: hashes.filter((h) => had.has(h)).length } };
+      },
+    });
+  }
   for (const base of ['/api/projects/:id/deletions/', '/api/environments/:id/deletions/']) {
     apiRoute(app, deps, base, {
       get: (req) => {

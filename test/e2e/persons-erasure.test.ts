@@ -119,6 +119,17 @@ async function scenario(t: Test, w: TestWeir): Promise<void> {
     'the suppressed event is counted',
   );
 
+  // Suppression undone: u1's events are taken again (as a new person's).
+  const undo = await request(`${w.url}/api/projects/1/persons/unsuppress/`, {
+    method: 'POST',
+    headers: bearer(),
+    body: JSON.stringify({ distinct_ids: ['u1', 'anon1', 'never'] }),
+  });
+  t.equal(undo.status, 200, undo.text);
+  t.same(undo.json, { unsuppressed: 2 }, 'the two suppressed ids');
+  await capture(w, PROJECT_API_KEY, [{ event: 'returned', distinct_id: 'u1', properties: {} }]);
+  t.equal(await count(w, "distinct_id = 'u1'"), 1, 'an unsuppressed id captures again');
+
   // Bulk, by distinct id, keeping the events: bob goes, his events stay, and his id gets a new person later.
   const bulk = await request(`${w.url}/api/projects/1/persons/bulk_delete/`, {
     method: 'POST',
