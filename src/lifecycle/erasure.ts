@@ -53,6 +53,17 @@ export async function findTargets(store: Store, deletion: Deletion): Promise<Tar
     );
     for (const r of rows) distinctIds.add(r.id);
   }
+  if (distinctIds.size > 0) {
+    // Every version of their links, not only the newest: a person merged into this one is a row of its own
+    // (deleted, with the properties it had), and an older link names it. Deleting only the newest version of
+    // a ReplacingMergeTree key would bring the older one back.
+    const rows = await store.query<{ person: string }>(
+      `SELECT DISTINCT toString(person_id) AS person FROM person_distinct_ids
+       WHERE project_id = {project:UInt64} AND distinct_id IN {ids:Array(String)}`,
+      { project, ids: [...distinctIds] },
+    );
+    for (const r of rows) persons.add(r.person);
+  }
   return { personIds: [...persons].sort(), distinctIds: [...distinctIds].sort() };
 }
 
@@ -100,7 +111,8 @@ const ERASABLE: readonly Erasable[] = [
     table: 'person_distinct_ids',
     count: 'distinctIds',
     counted: 'uniqExact(distinct_id)',
-    where: 'person_id IN {persons:Array(UUID)}',
+    // Every version of the ids' links: one left behind would be the newest, and name a person again.
+    where: 'person_id IN {persons:Array(UUID)} OR distinct_id IN {ids:Array(String)}',
   },
   { table: 'persons', count: 'persons', counted: 'uniqExact(id)', where: 'id IN {persons:Array(UUID)}' },
 ];

@@ -148,11 +148,40 @@ async function scenario(t: Test, w: TestWeir): Promise<void> {
   t.equal(again.length, 1, 'a later event of the id makes a new person');
   t.same(again[0]!.properties, { plan: 'new' }, 'with none of the old properties');
 
+  // A person another was merged into: the merged-away person's row (deleted, with its properties) and every
+  // version of both ids' links go too, so no older version comes back.
+  await capture(w, PROJECT_API_KEY, [
+    { event: 'a', distinct_id: 'm1', properties: { $set: { secret: 'merged away' } } },
+    { event: 'b', distinct_id: 'm2', properties: {} },
+  ]);
+  await capture(w, PROJECT_API_KEY, [
+    { event: '$identify', distinct_id: 'm2', properties: { $anon_distinct_id: 'm1' } },
+  ]);
+  const merged = (await personPage(w, 'distinct_id=m1')).results[0]!;
+  t.same(merged.distinct_ids, ['m1', 'm2'], 'm1 merged into m2');
+  const raw = async (): Promise<number[]> =>
+    Promise.all(
+      [
+        "SELECT count() AS n FROM person_distinct_ids WHERE project_id = 1 AND distinct_id IN ('m1', 'm2')",
+        "SELECT count() AS n FROM persons WHERE project_id = 1 AND properties LIKE '%merged away%'",
+      ].map(async (sql) => Number((await w.rows<{ n: string }>(sql))[0]!.n)),
+    );
+  const [links, secrets] = await raw();
+  t.ok(links >= 3 && secrets >= 1, `several versions are stored (${links} links, ${secrets} person rows)`);
+  const mergedRes = await request(`${w.url}/api/projects/1/persons/${merged.id}/?delete_events=true`, {
+    method: 'DELETE',
+    headers: bearer(),
+  });
+  const mergedDone = await deletionWhen(w, (mergedRes.json as DeletionJson).id, (d) => d.status === 'done');
+  t.match(mergedDone.counts, { persons: 2, distinct_ids: 2, events: 3 });
+  t.same(await raw(), [0, 0], 'no version of their rows is left');
+  t.same((await personPage(w, 'distinct_id=m1')).results, []);
+
   const listed = await request(`${w.url}/api/projects/1/deletions/`, { headers: bearer() });
   t.same(
     (listed.json as { results: DeletionJson[] }).results.map((d) => d.status),
-    ['done', 'done'],
-    'both deletions listed, newest first',
+    ['done', 'done', 'done'],
+    'the deletions listed, newest first',
   );
   const bad = await request(`${w.url}/api/projects/1/persons/bulk_delete/`, {
     method: 'POST',

@@ -1,0 +1,10 @@
+import { open, q, EVENTS_DDL, PERSONS_DDL, fill } from './lib.mjs';
+const s = open('/tmp/chdb-research/d0');
+await q(s, 'SELECT version()');
+await q(s, EVENTS_DDL);
+await q(s, fill(1000));
+await q(s, 'SELECT length(properties), * FROM events LIMIT 2');
+await q(s, "SELECT name, engine, data_paths, uuid FROM system.databases d JOIN system.tables t ON t.database = d.name WHERE t.name='events'");
+await q(s, "SELECT name, engine, data_path, uuid FROM system.databases");
+await q(s, "SELECT name, path FROM system.disks");
+s.close();

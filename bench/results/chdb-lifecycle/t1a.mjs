@@ -1,0 +1,10 @@
+import { open, q, EVENTS_DDL, PERSONS_DDL, fill, ck } from './lib.mjs';
+const args = process.argv[3] && process.argv[3] !== '-' ? JSON.parse(process.argv[3]) : undefined;
+const s = open(process.argv[2], args);
+await q(s, 'CREATE TABLE IF NOT EXISTS events ' + EVENTS_DDL.slice('CREATE TABLE events'.length));
+await q(s, 'CREATE TABLE IF NOT EXISTS persons ' + PERSONS_DDL.slice('CREATE TABLE persons'.length));
+await q(s, 'SELECT count() FROM events').then(async r => { if (r.out === '0') { await q(s, fill(100000)); await q(s, "INSERT INTO persons SELECT 1, reinterpretAsUUID(cityHash64(number)), '{}', 1, 0 FROM numbers(10000)"); } });
+await q(s, ck('events')); await q(s, ck('persons'));
+import { readFileSync } from "node:fs";
+for (const sql of (process.argv[4] ? readFileSync(process.argv[4], "utf8").split(/;\n/).map(x=>x.trim()).filter(Boolean) : [])) await q(s, sql);
+s.close();

@@ -1,0 +1,24 @@
+import { open, q, EVENTS_DDL, PERSONS_DDL, fill, ck, bytes } from './lib.mjs';
+const path = '/tmp/chdb-research/d3';
+const args = ['--backups.allowed_path=/tmp/chdb-research/bk', '--background_pool_size=1'];
+const A = open(path, args);
+const B = open(path);
+await q(A, EVENTS_DDL); await q(A, PERSONS_DDL);
+await q(A, fill(1000000), { quiet: true });
+await q(A, "INSERT INTO persons SELECT 1, reinterpretAsUUID(cityHash64(number)), '{}', 1, 0 FROM numbers(10000)");
+await q(A, bytes); await q(A, ck());
+// concurrent inserter on B while A backs up
+let stop = false, blocks = 0;
+const ins = (async () => { let i = 0; while (!stop) { await B.queryAsync(fill(5000, 2000000 + i * 5000) + ` SETTINGS insert_deduplication_token='blk${i}'`, { format: 'TSV' }); i++; blocks = i; } })();
+await new Promise(r => setTimeout(r, 300));
+const before = (await A.queryAsync('SELECT count() FROM events', { format: 'TSV' })).text().trim();
+await q(A, "BACKUP DATABASE default TO File('full1')");
+const after = (await A.queryAsync('SELECT count() FROM events', { format: 'TSV' })).text().trim();
+console.log('count just before backup', before, 'just after', after, 'blocks so far', blocks);
+await new Promise(r => setTimeout(r, 500));
+await q(A, "BACKUP DATABASE default TO File('incr1') SETTINGS base_backup = File('full1')");
+stop = true; await ins;
+await q(A, 'SELECT count() FROM events'); await q(A, ck());
+await q(A, "SELECT name, status, num_files, total_size, files_read, bytes_read, end_time - start_time FROM system.backups");
+await q(A, "SELECT count(), groupArray(name) FROM system.parts WHERE table='events' AND active");
+A.close(); B.close();

@@ -1,0 +1,16 @@
+import { open, q, EVENTS_DDL, fill } from './lib.mjs';
+import { execSync } from 'node:child_process';
+const s = open('/tmp/chdb-research/d9', ['--background_pool_size=1']);
+const v = async (sql) => (await s.queryAsync(sql, { format: 'TSV' })).text().trim();
+await q(s, EVENTS_DDL.replace('min_bytes_for_wide_part = 33554432', 'min_bytes_for_wide_part = 33554432, old_parts_lifetime = 5'), { quiet: true });
+await q(s, fill(1000000), { quiet: true }); await q(s, 'OPTIMIZE TABLE events FINAL', { quiet: true });
+const dp = await v(`SELECT data_paths[1] FROM system.tables WHERE name='events' AND database='default'`);
+const du = (l) => console.log(`  du ${l}: ${execSync(`du -sb ${dp}`).toString().split('\t')[0]} bytes; parts(active/all)=`);
+await new Promise(r => setTimeout(r, 8000)); du('before');
+await q(s, `DELETE FROM events WHERE timestamp < now() - INTERVAL 180 DAY`, { quiet: true }); du('right after LWD retention');
+await new Promise(r => setTimeout(r, 8000)); du('LWD + 8s (old part past old_parts_lifetime=5)');
+await q(s, 'OPTIMIZE TABLE events FINAL', { quiet: true }); du('after OPTIMIZE FINAL');
+await new Promise(r => setTimeout(r, 8000)); du('OPTIMIZE + 8s');
+await q(s, `ALTER TABLE events DELETE WHERE distinct_id = 'user_7' SETTINGS mutations_sync = 2`, { quiet: true }); du('right after ALTER DELETE');
+await new Promise(r => setTimeout(r, 8000)); du('ALTER DELETE + 8s');
+s.close();
