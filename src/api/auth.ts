@@ -37,6 +37,17 @@ export class Caller {
    * project outside the key's reach (existing or not); 404 `not_found` for an id that names no project.
    */
   requireProject(id: string | number): Project {
+    const projectId = this.requireReach(id);
+    const project = this.catalog.project(projectId);
+    if (!project) throw new AppError('not_found', { detail: `There is no project ${projectId}.` });
+    return project;
+  }
+
+  /**
+   * The id a path names, if the key reaches it, whether the project exists or not (a deleted project's
+   * deletions are still the key's to read). 404 for an id that is not one, 403 `project_forbidden`.
+   */
+  requireReach(id: string | number): number {
     const projectId = typeof id === 'number' ? id : /^\d{1,15}$/.test(id) ? Number(id) : undefined;
     if (projectId === undefined) {
       throw new AppError('not_found', { detail: 'A project id is a positive integer.' });
@@ -46,9 +57,7 @@ export class Caller {
         detail: `This personal API key does not reach project ${projectId}.`,
       });
     }
-    const project = this.catalog.project(projectId);
-    if (!project) throw new AppError('not_found', { detail: `There is no project ${projectId}.` });
-    return project;
+    return projectId;
   }
 
   /** The projects the key reaches, by id. */

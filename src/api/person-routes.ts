@@ -6,6 +6,7 @@ import type { InFlight } from '../http/in-flight.ts';
 import {
   distinctIdsOfPersons,
   getPerson,
+  isPersonUuid,
   listPersons,
   PERSON_FILTER_OPERATORS,
   personUuid,
@@ -34,7 +35,6 @@ const MAX_FILTERS = 20;
 const MAX_TEXT = 1000;
 /** Persons or distinct ids one bulk deletion takes (PostHog's bound). */
 const MAX_BULK = 1000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Persons (SPEC §3, PostHog's persons API): `GET P/persons/` lists a project's persons, newest first, by
@@ -98,7 +98,7 @@ export function registerPersonRoutes(app: HttpApp, deps: PersonRoutesDeps): void
         const projectId = who.requireProject(req.params[0]!).id;
         who.requireScope('person:write');
         const body = objectBody(req.body, ['ids', 'distinct_ids', 'delete_events', 'suppress']);
-        const personIds = listOf(body, 'ids', (v) => typeof v === 'string' && UUID.test(v.toLowerCase()));
+        const personIds = listOf(body, 'ids', isPersonUuid);
         const distinctIds = listOf(
           body,
           'distinct_ids',
@@ -171,15 +171,7 @@ export function registerPersonRoutes(app: HttpApp, deps: PersonRoutesDeps): void
  */
 function deletionReader(catalog: Catalog, req: ApiRequest): (d: Deletion) => boolean {
   const who = authenticate(catalog, req.authorization);
-  const raw = req.params[0]!;
-  const projectId = /^\d{1,15}$/.test(raw) ? Number(raw) : undefined;
-  if (projectId === undefined)
-    throw new AppError('not_found', { detail: 'A project id is a positive integer.' });
-  if (!who.reaches(projectId)) {
-    throw new AppError('project_forbidden', {
-      detail: `This personal API key does not reach project ${projectId}.`,
-    });
-  }
+  const projectId = who.requireReach(req.params[0]!);
   if (!who.hasScope('person:write') && !who.hasScope('project:write')) who.requireScope('person:write');
   return (d) =>
     d.projectId === projectId && who.hasScope(d.kind === 'project' ? 'project:write' : 'person:write');

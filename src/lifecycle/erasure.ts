@@ -138,15 +138,30 @@ export async function eraseTargets(
   for (const e of ERASABLE) {
     if (e.events && !deletion.deleteEvents) continue;
     const where = `project_id = {project:UInt64} AND (${e.where})`;
-    const [found] = await store.query<{ n: string | number }>(
-      `SELECT ${e.counted ?? 'count()'} AS n FROM ${e.table} WHERE ${where}`,
-      params,
-    );
-    const n = Number(found?.n ?? 0);
+    const n = await countAndDelete(store, e.table, where, params, e.counted);
     if (n === 0) continue;
-    await store.deleteRows(e.table, where, params);
     counts = { ...counts, [e.count]: counts[e.count] + n };
     await progress(counts);
   }
   return counts;
+}
+
+/**
+ * Counts what `where` selects in `table` (rows, or `counted`: the records they are versions of) and deletes it
+ * when there is any: the count. Every erasure, project deletion and retention sweep deletes this way.
+ */
+export async function countAndDelete(
+  store: Store,
+  table: string,
+  where: string,
+  params: Record<string, unknown>,
+  counted = 'count()',
+): Promise<number> {
+  const [found] = await store.query<{ n: string | number }>(
+    `SELECT ${counted} AS n FROM ${table} WHERE ${where}`,
+    params,
+  );
+  const n = Number(found?.n ?? 0);
+  if (n > 0) await store.deleteRows(table, where, params);
+  return n;
 }

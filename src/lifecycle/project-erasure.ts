@@ -1,6 +1,6 @@
 import type { ObjectStore } from '../core/object-store.ts';
 import type { Catalog, Deletion, DeletionCounts, Store } from '../core/ports.ts';
-import { NO_COUNTS, type PersonForgetter } from './erasure.ts';
+import { countAndDelete, NO_COUNTS, type PersonForgetter } from './erasure.ts';
 
 /** Every table of Weir's that holds a project's rows, with the count a deletion reports them under. */
 const PROJECT_TABLES: readonly { table: string; count: keyof DeletionCounts; counted?: string }[] = [
@@ -38,13 +38,8 @@ export async function eraseProject(deletion: Deletion, deps: ProjectErasureDeps)
   let counts: DeletionCounts = { ...NO_COUNTS, ...deletion.counts };
   for (const { table, count, counted } of PROJECT_TABLES) {
     const where = 'project_id = {project:UInt64}';
-    const [found] = await deps.store.query<{ n: string | number }>(
-      `SELECT ${counted ?? 'count()'} AS n FROM ${table} WHERE ${where}`,
-      { project },
-    );
-    const n = Number(found?.n ?? 0);
+    const n = await countAndDelete(deps.store, table, where, { project }, counted);
     if (n === 0) continue;
-    await deps.store.deleteRows(table, where, { project });
     counts = { ...counts, [count]: counts[count] + n };
     await deps.progress(counts);
   }

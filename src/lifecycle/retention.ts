@@ -1,6 +1,7 @@
 import type { Logger } from '../core/logger.ts';
 import type { Catalog, Store } from '../core/ports.ts';
 import { chTime } from '../store/ch-time.ts';
+import { countAndDelete } from './erasure.ts';
 
 export interface RetentionConfig {
   /** How often projects' retention is enforced (WEIR_RETENTION_INTERVAL_SECONDS). */
@@ -74,14 +75,8 @@ export class RetentionSweeper {
       for (const { table, time } of AGED) {
         const where = `project_id = {project:UInt64} AND ${time} < {cutoff:DateTime64(6, 'UTC')}`;
         const params = { project: project.id, cutoff };
-        const [found] = await this.#deps.store.query<{ n: string | number }>(
-          `SELECT count() AS n FROM ${table} WHERE ${where}`,
-          params,
-        );
-        const n = Number(found?.n ?? 0);
-        if (n === 0) continue;
-        await this.#deps.store.deleteRows(table, where, params);
-        deleted[table] = n;
+        const n = await countAndDelete(this.#deps.store, table, where, params);
+        if (n > 0) deleted[table] = n;
       }
       if (Object.keys(deleted).length === 0) continue;
       done.set(project.id, deleted);

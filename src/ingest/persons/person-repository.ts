@@ -1,4 +1,5 @@
 import type { Row, Store } from '../../core/ports.ts';
+import { parseJsonObject } from '../../core/json-object.ts';
 import { chTime } from '../../store/ch-time.ts';
 import type { Person } from './person-cache.ts';
 import { STATE_READ } from './state-writes.ts';
@@ -103,7 +104,7 @@ export class PersonRepository {
       if (!r || Number(r.is_deleted) === 1) continue;
       found.set(key, {
         id: r.person_id,
-        properties: parseProperties(r.properties),
+        properties: parseJsonObject(r.properties),
         isIdentified: Number(r.is_identified) === 1,
         createdAt: Number(r.created_at),
         version: Number(r.version),
@@ -121,15 +122,6 @@ export class PersonRepository {
       STATE_READ,
     );
     return rows.map((r) => r.distinct_id);
-  }
-}
-
-function parseProperties(text: string): Record<string, unknown> {
-  try {
-    const v: unknown = JSON.parse(text);
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-  } catch {
-    return {};
   }
 }
 

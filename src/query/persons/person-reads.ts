@@ -1,5 +1,7 @@
 import type { TableReader } from '../../core/ports.ts';
+import { parseJsonObject } from '../../core/json-object.ts';
 import { AppError } from '../../errors/app-error.ts';
+import { quoteName } from '../dialect/print-dialect.ts';
 
 /**
  * The persons API's reads (SPEC §3, PostHog's `GET …/persons/`): persons of one project as the store holds
@@ -108,7 +110,7 @@ async function personRows(
   );
   return table.rows.map(([id, properties, identified, createdAt]) => ({
     id: String(id),
-    properties: parseObject(String(properties)),
+    properties: parseJsonObject(String(properties)),
     isIdentified: Number(identified) === 1,
     createdAt: new Date(Number(createdAt)).toISOString(),
   }));
@@ -119,21 +121,11 @@ async function withDistinctIds(
   projectId: number,
   rows: readonly PersonRow[],
 ): Promise<PersonView[]> {
-  if (rows.length === 0) return [];
-  const table = await deps.reader.queryTable(
-    `SELECT toString(person_id) AS person, distinct_id
-     FROM ${quoteName(deps.database)}.person_distinct_ids FINAL
-     WHERE project_id = {project:UInt64} AND person_id IN {persons:Array(UUID)} AND is_deleted = 0
-     ORDER BY distinct_id`,
-    { project: projectId, persons: rows.map((r) => r.id) },
-    { project: projectId, kind: 'adhoc' },
+  const ids = await linksOf(
+    deps,
+    projectId,
+    rows.map((r) => r.id),
   );
-  const ids = new Map<string, string[]>();
-  for (const [person, distinctId] of table.rows) {
-    const list = ids.get(String(person));
-    if (list) list.push(String(distinctId));
-    else ids.set(String(person), [String(distinctId)]);
-  }
   return rows.map((r) => {
     const distinctIds = ids.get(r.id) ?? [];
     return {
@@ -146,6 +138,30 @@ async function withDistinctIds(
       created_at: r.createdAt,
     };
   });
+}
+
+/** The distinct ids that point at each of these persons now, in order. */
+async function linksOf(
+  deps: PersonReadDeps,
+  projectId: number,
+  personIds: readonly string[],
+): Promise<Map<string, string[]>> {
+  const ids = new Map<string, string[]>();
+  if (personIds.length === 0) return ids;
+  const table = await deps.reader.queryTable(
+    `SELECT toString(person_id) AS person, distinct_id
+     FROM ${quoteName(deps.database)}.person_distinct_ids FINAL
+     WHERE project_id = {project:UInt64} AND person_id IN {persons:Array(UUID)} AND is_deleted = 0
+     ORDER BY distinct_id`,
+    { project: projectId, persons: personIds },
+    { project: projectId, kind: 'adhoc' },
+  );
+  for (const [person, distinctId] of table.rows) {
+    const list = ids.get(String(person));
+    if (list) list.push(String(distinctId));
+    else ids.set(String(person), [String(distinctId)]);
+  }
+  return ids;
 }
 
 /** The filter's conditions on `p` (the live persons), their values added to `params`. */
@@ -203,24 +219,17 @@ function displayName(properties: Record<string, unknown>, distinctIds: readonly 
   return distinctIds[0] ?? '';
 }
 
-function parseObject(text: string): Record<string, unknown> {
-  try {
-    const v: unknown = JSON.parse(text);
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
-}
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A database name as ClickHouse reads it whatever it holds (the configured one is not checked). */
-export function quoteName(name: string): string {
-  return `\`${name.replaceAll('\\', '\\\\').replaceAll('`', '\\`')}\``;
+/** Whether a value is a person uuid as the API takes one (any case). */
+export function isPersonUuid(value: unknown): value is string {
+  return typeof value === 'string' && UUID.test(value);
 }
 
 /** A person uuid as the path gives it, or a 404: no other id reaches a person. */
 export function personUuid(raw: string): string {
   const uuid = raw.toLowerCase();
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(uuid)) {
+  if (!isPersonUuid(uuid)) {
     throw new AppError('not_found', { detail: 'A person is named by its uuid.', attr: 'id' });
   }
   return uuid;
@@ -232,12 +241,5 @@ export async function distinctIdsOfPersons(
   projectId: number,
   personIds: readonly string[],
 ): Promise<string[]> {
-  if (personIds.length === 0) return [];
-  const table = await deps.reader.queryTable(
-    `SELECT DISTINCT distinct_id FROM ${quoteName(deps.database)}.person_distinct_ids FINAL
-     WHERE project_id = {project:UInt64} AND person_id IN {persons:Array(UUID)} AND is_deleted = 0`,
-    { project: projectId, persons: personIds },
-    { project: projectId, kind: 'adhoc' },
-  );
-  return table.rows.map(([id]) => String(id));
+  return [...(await linksOf(deps, projectId, personIds)).values()].flat();
 }
