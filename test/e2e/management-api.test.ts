@@ -22,6 +22,9 @@ t.teardown(() => w.close());
 
 type Json = Record<string, unknown>;
 
+/** The fields a project is shown with, in sorted order. */
+const PROJECT_FIELDS = ['anonymize_ips', 'api_token', 'created_at', 'event_retention_days', 'id', 'name'];
+
 function api(method: string, path: string, key: string | undefined, body?: unknown): Promise<HttpResult> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (key !== undefined) headers['authorization'] = `Bearer ${key}`;
@@ -53,14 +56,7 @@ t.test('GET /api/projects/ lists the projects the key reaches', async (t) => {
   const body = res.json as { results: Json[]; count: number };
   t.equal(body.count, body.results.length);
   t.match(body.results[0], { id: 1, name: 'Default project', api_token: PROJECT_API_KEY, created_at: ISO });
-  t.same(Object.keys(body.results[0]!).sort(), [
-    'anonymize_ips',
-    'api_token',
-    'created_at',
-    'event_retention_days',
-    'id',
-    'name',
-  ]);
+  t.same(Object.keys(body.results[0]!).sort(), PROJECT_FIELDS);
   t.equal((await api('GET', '/api/projects', PERSONAL_API_KEY)).status, 200, 'trailing slash optional');
 });
 
@@ -68,14 +64,7 @@ t.test('POST /api/projects/ makes a project that captures at once, and the key g
   const res = await api('POST', '/api/projects/', PERSONAL_API_KEY, { name: '  Marketing site ' });
   t.equal(res.status, 201);
   const project = res.json as Json;
-  t.same(Object.keys(project).sort(), [
-    'anonymize_ips',
-    'api_token',
-    'created_at',
-    'event_retention_days',
-    'id',
-    'name',
-  ]);
+  t.same(Object.keys(project).sort(), PROJECT_FIELDS);
   t.equal(project['name'], 'Marketing site', 'the name is trimmed');
   t.match(project['api_token'], /^phc_[A-Za-z0-9]{43}$/);
   t.ok((project['id'] as number) > 1);

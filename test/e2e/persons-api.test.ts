@@ -3,9 +3,9 @@
  * front over chDB): persons made by capture — identified, merged, anonymous, in two projects — listed by
  * distinct id, email, search and property filters, a page at a time, one by uuid, and scoped keys refused.
  */
-import { createClient } from '@clickhouse/client';
 import t, { type Test } from 'tap';
-import { clickHouseForTest, serverAccess } from '../clickhouse-front/start.ts';
+import { clickHouseForTest } from '../clickhouse-front/start.ts';
+import { startServerWeir } from '../helpers/server-weir.ts';
 import { bearer, capture, personPage, persons, type PersonJson } from '../helpers/persons.ts';
 import { rows as queryRows } from '../helpers/query-api.ts';
 import { PROJECT_API_KEY, request, startTestWeir, type TestWeir } from '../helpers/weir.ts';
@@ -162,19 +162,5 @@ t.test('on the embedded store', async (t) => {
 });
 
 t.test('on a ClickHouse server', async (t) => {
-  const { url, user, password } = serverAccess(ch);
-  const database = `weir_persons_api_${process.pid}`;
-  const w = await startTestWeir({
-    WEIR_CLICKHOUSE_URL: url,
-    WEIR_CLICKHOUSE_USER: user,
-    ...(password === undefined ? {} : { WEIR_CLICKHOUSE_PASSWORD: password }),
-    WEIR_CLICKHOUSE_DATABASE: database,
-  });
-  t.teardown(async () => {
-    await w.close();
-    const admin = createClient({ url: ch.url, password: ch.password ?? '' });
-    await admin.command({ query: `DROP DATABASE IF EXISTS \`${database}\`` });
-    await admin.close();
-  });
-  await scenario(t, w);
+  await scenario(t, await startServerWeir(t, ch, 'persons_api'));
 });

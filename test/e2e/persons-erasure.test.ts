@@ -4,10 +4,10 @@
  * each reaches — events, the person and its distinct ids, rows set aside, ingestion warnings, a cached
  * answer — with its state readable while it runs and after. Crashes are in persons-erasure-crash.test.ts.
  */
-import { createClient } from '@clickhouse/client';
 import t, { type Test } from 'tap';
-import { clickHouseForTest, serverAccess } from '../clickhouse-front/start.ts';
+import { clickHouseForTest } from '../clickhouse-front/start.ts';
 import { createEndpoint, hogql, runOk } from '../helpers/endpoints.ts';
+import { startServerWeir } from '../helpers/server-weir.ts';
 import { bearer, capture, deletionWhen, personPage, persons, type DeletionJson } from '../helpers/persons.ts';
 import { rows as queryRows } from '../helpers/query-api.ts';
 import { metricValue } from '../helpers/roles.ts';
@@ -205,19 +205,5 @@ t.test('on the embedded store', async (t) => {
 });
 
 t.test('on a ClickHouse server', async (t) => {
-  const { url, user, password } = serverAccess(ch);
-  const database = `weir_erasure_${process.pid}`;
-  const w = await startTestWeir({
-    WEIR_CLICKHOUSE_URL: url,
-    WEIR_CLICKHOUSE_USER: user,
-    ...(password === undefined ? {} : { WEIR_CLICKHOUSE_PASSWORD: password }),
-    WEIR_CLICKHOUSE_DATABASE: database,
-  });
-  t.teardown(async () => {
-    await w.close();
-    const admin = createClient({ url: ch.url, password: ch.password ?? '' });
-    await admin.command({ query: `DROP DATABASE IF EXISTS \`${database}\`` });
-    await admin.close();
-  });
-  await scenario(t, w);
+  await scenario(t, await startServerWeir(t, ch, 'erasure'));
 });

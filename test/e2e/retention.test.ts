@@ -3,11 +3,11 @@
  * a project that keeps 30 days loses older events (a historical import's included) at the next sweep, a
  * project without retention keeps everything, and a cached answer from before is not served again.
  */
-import { createClient } from '@clickhouse/client';
 import t, { type Test } from 'tap';
-import { clickHouseForTest, serverAccess } from '../clickhouse-front/start.ts';
+import { clickHouseForTest } from '../clickhouse-front/start.ts';
 import { createEndpoint, hogql, runOk } from '../helpers/endpoints.ts';
 import { bearer } from '../helpers/persons.ts';
+import { startServerWeir } from '../helpers/server-weir.ts';
 import { rows as queryRows } from '../helpers/query-api.ts';
 import { PROJECT_API_KEY, post, request, startTestWeir, waitFor, type TestWeir } from '../helpers/weir.ts';
 
@@ -81,20 +81,5 @@ t.test('on the embedded store', async (t) => {
 });
 
 t.test('on a ClickHouse server', async (t) => {
-  const { url, user, password } = serverAccess(ch);
-  const database = `weir_retention_${process.pid}`;
-  const w = await startTestWeir({
-    ...env,
-    WEIR_CLICKHOUSE_URL: url,
-    WEIR_CLICKHOUSE_USER: user,
-    ...(password === undefined ? {} : { WEIR_CLICKHOUSE_PASSWORD: password }),
-    WEIR_CLICKHOUSE_DATABASE: database,
-  });
-  t.teardown(async () => {
-    await w.close();
-    const admin = createClient({ url: ch.url, password: ch.password ?? '' });
-    await admin.command({ query: `DROP DATABASE IF EXISTS \`${database}\`` });
-    await admin.close();
-  });
-  await scenario(t, w);
+  await scenario(t, await startServerWeir(t, ch, 'retention', env));
 });
