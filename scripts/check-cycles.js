@@ -39,7 +39,7 @@ const ALLOWED = {
   query: ['store', 'catalog'],
   api: ['query', 'store', 'catalog', 'http'],
   // Erasure, retention and project deletion: the store and catalog through their ports.
-  lifecycle: ['store'],
+  lifecycle: ['store', 'catalog', 'objects'],
   // The web console's static files and their routes.
   console: ['http'],
   roles: ['*'],

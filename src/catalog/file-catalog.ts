@@ -77,6 +77,11 @@ export class FileCatalog implements Catalog {
     return new FileCatalog(path, state, bootstrapReport(options, project, personal));
   }
 
+  /** The catalog as it is now: what the file holds (a change is seen only once written). */
+  snapshot(): CatalogSnapshot {
+    return this.#state.snapshot;
+  }
+
   projectByApiToken(token: string): Project | undefined {
     return this.#state.projectByApiToken(token);
   }

@@ -20,6 +20,9 @@ commands:
   quarantine list|replay    the rows the store refused and set aside: list them, or store them again after a
                             fix, on a stopped Weir's data directory or WEIR_CLICKHOUSE_URL's server (weir
                             quarantine --help; the API does the same on a running Weir)
+  backup DEST               copy a data directory (store, catalog, materializations) to a new directory or
+                            s3://bucket/prefix at one point, while Weir runs or stopped (weir backup --help)
+  restore SRC               fill an empty data directory from a backup
   catalog export            print the catalog as JSON: NATS KV with --nats-url, else --data-dir's file
   catalog import FILE|-     fill an empty catalog (NATS KV with --nats-url, else --data-dir's file) with it
   bench capture|compare     benchmark any PostHog-compatible capture endpoint (open loop, HDR histograms, a
@@ -47,6 +50,10 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'import') {
     const { runImportCommand } = await import('./import.ts');
     return runImportCommand(rest);
+  }
+  if (command === 'backup' || command === 'restore') {
+    const { runBackupCommand } = await import('./backup.ts');
+    return runBackupCommand(command, rest);
   }
   if (command === 'quarantine') {
     const { runQuarantine } = await import('./quarantine.ts');

@@ -2,6 +2,7 @@ import { NatsLink, replicasFor } from '../bus/jetstream/connection.ts';
 import { FileCatalog, type Bootstrap } from '../catalog/file-catalog.ts';
 import { KvCatalog } from '../catalog/kv-catalog.ts';
 import { ReadOnlyFileCatalog } from '../catalog/read-only-file-catalog.ts';
+import type { CatalogSnapshot } from '../catalog/catalog-state.ts';
 import { ConfigError, type Config } from '../config/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -19,6 +20,8 @@ export interface RoleCatalog extends Catalog {
   onChange(listener: (projects: readonly Project[]) => void): void;
   /** Calls `listener` with an endpoint's id and new state after any change of it (shared catalogs only). */
   onEndpointChange?(listener: (endpointId: string, endpoint: Endpoint | undefined) => void): void;
+  /** Every record as it is now (a backup's copy of the catalog). */
+  snapshot(): CatalogSnapshot;
   /** False while a shared catalog's copy cannot follow its store (NATS away); a file is always followed. */
   readonly following?: boolean;
 }

@@ -9,11 +9,13 @@ import { IngestService } from '../ingest/ingest-service.ts';
 import { PERSONS_BUCKET, SharedState } from '../ingest/shared/shared-state.ts';
 import { PropertyDefinitionRegistry } from '../ingest/property-definitions.ts';
 import { DeletionRunner } from '../lifecycle/deletion-runner.ts';
+import { isBackupSource } from '../lifecycle/backup.ts';
 import { RetentionSweeper } from '../lifecycle/retention.ts';
 import { openObjectStore } from '../objects/open-object-store.ts';
 import { DataDirLock } from '../store/data-dir-lock.ts';
 import { embeddedStore, openStore, type OpenedStore } from '../store/open-store.ts';
 import { openCatalog, type RoleCatalog } from './catalog.ts';
+import { ControlSocket } from './control-socket.ts';
 import type { Teardown, TeardownState } from './teardown.ts';
 
 /** What a shutdown cut short while ingest still commits leaves with JetStream: nothing lost, the bus has it. */
@@ -75,6 +77,20 @@ export async function openDataDir(
       ? 'committed rows stay in the commit log and are applied at the next start'
       : undefined,
   );
+  if (embeddedStore(config) && isBackupSource(store)) {
+    // Only the data directory's own objects are copied: a bucket's are backed up by the bucket's means.
+    const objects = config.s3Bucket === undefined ? openObjectStore(config, config.dataDir) : undefined;
+    const control = await ControlSocket.open(config.dataDir, {
+      store,
+      catalog,
+      objects,
+      logger: deps.logger,
+    });
+    teardown.push('close the control socket', async () => {
+      await control?.close();
+      await objects?.close();
+    });
+  }
   return { catalog, store };
 }
 

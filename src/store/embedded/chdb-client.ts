@@ -162,8 +162,13 @@ export class ChdbClient implements TableReader, ParquetExporter {
   ): ChdbClient {
     // chDB configures its engine from the first connection to a data directory, and `chdb/connection` opens
     // its own without engine arguments: this session carries them, and stays open as long as the store.
+    // BACKUP to a File() destination needs a path the engine allows, and `weir backup` writes where the
+    // operator says. Only Weir's own code and operators (weir sql, the store token) run raw SQL here.
     const engine = new Session(path, {
-      connectionArgs: [`--background_pool_size=${embeddedMergeThreads(availableParallelism())}`],
+      connectionArgs: [
+        `--background_pool_size=${embeddedMergeThreads(availableParallelism())}`,
+        '--backups.allowed_path=/',
+      ],
     });
     const readers: Session[] = [];
     try {
