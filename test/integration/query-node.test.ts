@@ -141,6 +141,54 @@ if (s3) {
     t.same(nodeError, ownerError, 'the same error body');
   });
 
+  t.test('persons and their erasure through a query node, as the owner answers them', async (t) => {
+    const auth = { authorization: `Bearer ${PERSONAL_API_KEY}`, 'content-type': 'application/json' };
+    const list = async (url: string, query: string): Promise<HttpResult> =>
+      request(`${url}/api/projects/1/persons/${query}`, { headers: auth });
+    const [onNode, onOwner] = await Promise.all([list(a.url, ''), list(ingest.url, '')]);
+    t.equal(onNode.status, 200, onNode.text);
+    t.same(onNode.json, onOwner.json, 'the same listing');
+    // A person of its own, so the erasure leaves the others' counts to the tests after this one.
+    const mine = Array.from({ length: 4 }, () => ({ event: 'seen', distinct_id: 'erase-me' }));
+    const sent = await request(`${capture.url}/batch/`, {
+      method: 'POST',
+      body: JSON.stringify({ api_key: PROJECT_API_KEY, batch: mine }),
+    });
+    t.equal(sent.status, 200, sent.text);
+    const mineSql = "SELECT count() FROM events WHERE distinct_id = 'erase-me'";
+    await waitFor(
+      async () => ((await rows(a, mineSql))[0]![0] === 4 ? true : undefined),
+      20_000,
+      'the events to erase',
+    );
+    const one = (await list(a.url, '?distinct_id=erase-me')).json as { results: { id: string }[] };
+    t.equal(one.results.length, 1);
+    const deleted = await request(
+      `${a.url}/api/projects/1/persons/${one.results[0]!.id}/?delete_events=true`,
+      {
+        method: 'DELETE',
+        headers: auth,
+      },
+    );
+    t.equal(deleted.status, 202, deleted.text);
+    const { id } = deleted.json as { id: string };
+    // The owner runs it (the deletion is a record of the shared catalog); the node reads its state.
+    const done = await waitFor(
+      async () => {
+        const d = (await request(`${b.url}/api/projects/1/deletions/${id}/`, { headers: auth })).json as {
+          status: string;
+          counts: { events: number } | null;
+        };
+        return d.status === 'done' ? d : undefined;
+      },
+      30_000,
+      'the erasure',
+    );
+    t.equal(done.counts?.events, 4, 'its events');
+    t.same(((await list(b.url, '?distinct_id=erase-me')).json as { results: unknown[] }).results, []);
+    t.same(await rows(a, mineSql), [[0]]);
+  });
+
   t.test('the store API answers only the token', async (t) => {
     const body = JSON.stringify({ sql: 'SELECT 1 AS x', params: {} });
     const url = `${ingest.url}/_store/table`;
