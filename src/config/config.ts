@@ -58,6 +58,10 @@ export interface Config {
    * process that started while a node was down never shrinks them). @default undefined (as said)
    */
   readonly natsReplicas: number | undefined;
+  /** Monitoring URLs of the NATS servers, read at start for their JetStream sync setting. */
+  readonly natsMonitorUrl: string | undefined;
+  /** Refuse to start on a bus whose acknowledgements are not known durable. */
+  readonly requireDurableBus: boolean;
   /**
    * Where projects, keys and endpoints live: `file` (`catalog.json` in the data directory, the embedded
    * default) or `nats` (the KV bucket `catalogBucket`, shared by every role on any machine). @default 'file'
@@ -422,6 +426,13 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
   },
   natsUrl: { key: 'natsUrl', env: 'WEIR_NATS_URL', flag: 'nats-url', parse: optStr, default: undefined },
   natsReplicas: { key: 'natsReplicas', env: 'WEIR_NATS_REPLICAS', parse: int(1, 5), default: undefined },
+  natsMonitorUrl: { key: 'natsMonitorUrl', env: 'WEIR_NATS_MONITOR_URL', parse: optStr, default: undefined },
+  requireDurableBus: {
+    key: 'requireDurableBus',
+    env: 'WEIR_REQUIRE_DURABLE_BUS',
+    parse: bool,
+    default: false,
+  },
   catalog: {
     key: 'catalog',
     env: 'WEIR_CATALOG',

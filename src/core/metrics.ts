@@ -264,6 +264,17 @@ export class Metrics {
     labelNames: ['lane'] as const,
     registers: [this.registry],
   });
+  readonly busAcksDurable = new Gauge({
+    name: 'weir_bus_acks_durable',
+    help: '1 when every JetStream server checked syncs before it acknowledges (and has no known data-loss bug), else 0.',
+    registers: [this.registry],
+  });
+  readonly busServerInfo = new Gauge({
+    name: 'weir_bus_server_info',
+    help: 'A JetStream server this process checked at start: its version and how it syncs (always, interval, unknown).',
+    labelNames: ['server', 'version', 'sync'] as const,
+    registers: [this.registry],
+  });
   readonly natsConnected = new Gauge({
     name: 'weir_nats_connected',
     help: 'Whether the NATS connection is up (1) or reconnecting (0), by connection.',

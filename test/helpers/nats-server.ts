@@ -11,6 +11,8 @@ import { join } from 'node:path';
 export interface NatsServer {
   readonly url: string;
   readonly port: number;
+  /** The monitoring port's URL (`/varz`), when started with `monitor`. */
+  readonly monitorUrl?: string;
   stop(): Promise<void>;
   /** Starts it again on the same port and store directory. */
   restart(): Promise<void>;
@@ -44,8 +46,11 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-export async function startNatsServer(): Promise<NatsServer> {
-  return startNode(await freePort(), []);
+export async function startNatsServer(options: { monitor?: boolean } = {}): Promise<NatsServer> {
+  if (!options.monitor) return startNode(await freePort(), []);
+  const monitor = await freePort();
+  const server = await startNode(await freePort(), ['-m', String(monitor)]);
+  return { ...server, monitorUrl: `http://127.0.0.1:${monitor}` };
 }
 
 /** One `nats-server -js` on `port` with a store of its own, and `extra` arguments (a cluster's). */

@@ -1,3 +1,4 @@
+import { checkBusDurability, type BusDurabilityConfig } from './durability.ts';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { LANES, type Lane } from '../../core/event.ts';
 import type { Logger } from '../../core/logger.ts';
@@ -9,7 +10,7 @@ import { PartitionConsumers, leaseUnits } from './partition-consumers.ts';
 import { PartitionLeases } from './partition-leases.ts';
 import { CONSUMERS, STREAM, ensureConsumers, ensureStream } from './streams.ts';
 
-export interface IngestConsumersConfig {
+export interface IngestConsumersConfig extends BusDurabilityConfig {
   readonly natsUrl: string;
   /** JetStream replicas of the stream; undefined: worked out from the cluster (connection.ts `replicasFor`). */
   readonly natsReplicas?: number | undefined;
@@ -71,6 +72,7 @@ export class IngestConsumers {
     const link = deps.link ?? (await NatsLink.open(config.natsUrl, 'consume', deps));
     try {
       const jsm = await jetstreamManager(link.nc);
+      await checkBusDurability(link.nc, config, deps);
       const replicas = replicasFor(link.nc, config.natsReplicas);
       await ensureStream(jsm, {
         replicas,

@@ -1,3 +1,4 @@
+import { checkBusDurability, type BusDurabilityConfig } from './durability.ts';
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { EventBatch, Lane } from '../../core/event.ts';
 import type { Logger } from '../../core/logger.ts';
@@ -12,7 +13,7 @@ import { NatsLink, replicasFor } from './connection.ts';
 import { IngestBucket } from './ingest-bucket.ts';
 import { ensureStream, subjectOf } from './streams.ts';
 
-export interface JetStreamBusConfig {
+export interface JetStreamBusConfig extends BusDurabilityConfig {
   readonly natsUrl: string;
   /** JetStream replicas of the stream; undefined: worked out from the cluster (connection.ts `replicasFor`). */
   readonly natsReplicas?: number | undefined;
@@ -83,6 +84,7 @@ export class JetStreamBus implements Bus {
   static async connect(config: JetStreamBusConfig, deps: JetStreamBusDeps): Promise<JetStreamBus> {
     const link = await NatsLink.open(config.natsUrl, 'publish', deps);
     try {
+      await checkBusDurability(link.nc, config, deps);
       const replicas = replicasFor(link.nc, config.natsReplicas);
       await ensureStream(await jetstreamManager(link.nc), {
         replicas,
