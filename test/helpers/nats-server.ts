@@ -13,7 +13,11 @@ export interface NatsServer {
   readonly port: number;
   /** The monitoring port's URL (`/varz`), when started with `monitor`. */
   readonly monitorUrl?: string;
+  /** Its JetStream store directory (`-sd`), for tests that damage it while the server is down. */
+  readonly storeDir: string;
   stop(): Promise<void>;
+  /** SIGKILL: no flush, no clean shutdown of its stores; waits for the exit. */
+  kill9(): Promise<void>;
   /** Starts it again on the same port and store directory. */
   restart(): Promise<void>;
   /** Freezes the server (SIGSTOP) and waits until it is stopped: connections stay open, nothing is answered. */
@@ -73,12 +77,12 @@ async function startNode(port: number, extra: readonly string[]): Promise<NatsSe
       await new Promise((r) => setTimeout(r, 20));
     }
   };
-  const stop = async (): Promise<void> => {
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
     const c = child;
     child = undefined;
     if (!c || c.exitCode !== null) return;
     const exited = new Promise((r) => c.once('exit', r));
-    c.kill('SIGTERM');
+    c.kill(signal);
     await exited;
   };
 
@@ -86,7 +90,9 @@ async function startNode(port: number, extra: readonly string[]): Promise<NatsSe
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
-    stop,
+    storeDir,
+    stop: () => stop(),
+    kill9: () => stop('SIGKILL'),
     restart: start,
     async pause() {
       const c = child;
