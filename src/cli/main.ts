@@ -7,13 +7,14 @@ commands:
   start                     run Weir: capture, ingest and store in one process (the embedded default;
                             with a NATS URL it publishes to JetStream and consumes it itself)
   capture                   HTTP capture only, publishing to NATS JetStream (needs --nats-url); reads
-                            project keys from the catalog in --data-dir (or NATS KV with --catalog nats);
+                            project keys from the catalog in NATS KV (or --data-dir's with --catalog file);
                             run one per core
   ingest                    consume NATS JetStream into the store: --data-dir's, or the ClickHouse server of
                             --clickhouse-url, which any number of ingest processes share (needs --nats-url);
                             /_health, /_ready and /metrics on --port (default 8001)
   query                     query, management and endpoint APIs on any machine (catalog in NATS KV:
-                            needs --nats-url, and --clickhouse-url or WEIR_STORE_URL and WEIR_STORE_TOKEN);
+                            needs --nats-url, and --clickhouse-url or WEIR_STORE_TOKEN: the store's owner is found
+                            through NATS, or at WEIR_STORE_URL);
                             port 8002
   sql [--data-dir DIR] SQL  run ClickHouse SQL on a stopped Weir's data directory (or on the server of
                             WEIR_CLICKHOUSE_URL); prints JSON lines

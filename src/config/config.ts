@@ -64,7 +64,8 @@ export interface Config {
   readonly requireDurableBus: boolean;
   /**
    * Where projects, keys and endpoints live: `file` (`catalog.json` in the data directory, the embedded
-   * default) or `nats` (the KV bucket `catalogBucket`, shared by every role on any machine). @default 'file'
+   * default) or `nats` (the KV bucket `catalogBucket`, shared by every role on any machine). @default 'nats'
+   * when a NATS URL is given, else 'file': roles on several machines then agree without being told
    */
   readonly catalog: 'file' | 'nats';
   /** The NATS KV bucket of the catalog when `catalog` is `nats`. @default 'weir_catalog' */
@@ -74,6 +75,11 @@ export interface Config {
    * query nodes' direct runs. @default undefined
    */
   readonly storeUrl: string | undefined;
+  /**
+   * The URL `weir ingest` advertises in NATS for query nodes to reach its store API; default its own
+   * (`http://<host>:<port>`, the machine's hostname when it listens on every interface).
+   */
+  readonly storeAdvertiseUrl: string | undefined;
   /**
    * The secret a query node shows the store owner's store API (`/_store/…`); the owner serves that API only
    * when it is set, and only to requests bearing it. @default undefined (no store API)
@@ -438,6 +444,7 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
     env: 'WEIR_CATALOG',
     flag: 'catalog',
     parse: oneOf(['file', 'nats'] as const),
+    // `nats` when a NATS URL is given and this is not (below).
     default: 'file',
   },
   catalogBucket: {
@@ -448,6 +455,12 @@ const OPTIONS: { [K in keyof Config]: OptionSpec<K> } = {
   },
   storeUrl: { key: 'storeUrl', env: 'WEIR_STORE_URL', flag: 'store-url', parse: httpUrl, default: undefined },
   storeToken: { key: 'storeToken', env: 'WEIR_STORE_TOKEN', parse: secret, default: undefined },
+  storeAdvertiseUrl: {
+    key: 'storeAdvertiseUrl',
+    env: 'WEIR_STORE_ADVERTISE_URL',
+    parse: httpUrl,
+    default: undefined,
+  },
   busPartitions: { key: 'busPartitions', env: 'WEIR_BUS_PARTITIONS', parse: int(1, 1024), default: 1 },
   busCompression: {
     key: 'busCompression',
@@ -661,5 +674,10 @@ export function loadConfig(
   }
   if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   out['dataDir'] = resolve(out['dataDir'] as string);
+  // With NATS every role shares the catalog unless told otherwise: capture, ingest and query on several
+  // machines would otherwise each read another one (a project made on a query node unknown to capture).
+  const catalogGiven =
+    flags['catalog'] !== undefined || env['WEIR_CATALOG'] !== undefined || 'catalog' in defaults;
+  if (!catalogGiven && out['natsUrl'] !== undefined) out['catalog'] = 'nats';
   return Object.freeze(out) as unknown as Config;
 }

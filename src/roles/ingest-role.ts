@@ -15,6 +15,11 @@ import { registerStoreRoutes } from '../api/store-routes.ts';
 import { httpTransport, serveRole } from './serve.ts';
 import { mountApi } from './api.ts';
 import { Teardown } from './teardown.ts';
+import { hostname } from 'node:os';
+import { NatsLink, replicasFor } from '../bus/jetstream/connection.ts';
+import { advertiseStoreOwner } from '../bus/jetstream/store-owner.ts';
+import { httpUrl } from '../http/transport.ts';
+import { embeddedStore } from '../store/open-store.ts';
 
 /**
  * `weir ingest`: consumes the JetStream lanes into ingest and the store it owns, with `/_health`, `/_ready`,
@@ -90,6 +95,8 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
         dataDir: config.dataDir,
       },
     );
+    if (config.storeToken !== undefined && embeddedStore(config))
+      await advertiseOwner(config, natsUrl, served.port, { logger, metrics }, teardown);
     return {
       port: served.port,
       url: served.url,
@@ -102,4 +109,25 @@ export async function startIngestRole(config: Config, logger: Logger): Promise<W
   } catch (err) {
     return teardown.abandon(err);
   }
+}
+
+/**
+ * Records this process's store API in NATS for query nodes started without WEIR_STORE_URL; removed on a clean
+ * stop (first of all: a query node then stops sending here). Listening on every interface, it names the
+ * machine by its hostname; WEIR_STORE_ADVERTISE_URL says otherwise where that does not resolve for them.
+ */
+async function advertiseOwner(
+  config: Config,
+  natsUrl: string,
+  port: number,
+  deps: { logger: Logger; metrics: Metrics },
+  teardown: Teardown,
+): Promise<void> {
+  const everywhere = config.host === '0.0.0.0' || config.host === '::';
+  const url = config.storeAdvertiseUrl ?? httpUrl(everywhere ? hostname() : config.host, port);
+  const link = await NatsLink.open(natsUrl, 'store-owner', deps);
+  teardown.push('close the store owner connection', () => link.close());
+  const retract = await advertiseStoreOwner(link.nc, replicasFor(link.nc, config.natsReplicas), url);
+  teardown.push('withdraw the store API from NATS', retract);
+  deps.logger.info({ url }, 'store API advertised in NATS for query nodes');
 }

@@ -9,13 +9,15 @@ import { mountApi } from './api.ts';
 import { openCatalog, type RoleCatalog } from './catalog.ts';
 import { RemotePropertyDefinitions } from './remote-properties.ts';
 import { httpTransport, serveRole } from './serve.ts';
+import { NatsLink, replicasFor } from '../bus/jetstream/connection.ts';
+import { followStoreOwner } from '../bus/jetstream/store-owner.ts';
 import { Teardown, type TeardownState } from './teardown.ts';
 
 /**
  * `weir query`: the query API, the management API and endpoint runs, on any machine and in any number. It
  * keeps no state of its own: the catalog is the NATS KV bucket every node shares, direct runs go to the
  * ClickHouse server (`WEIR_CLICKHOUSE_URL`) or, with the embedded store, to the store owner's store API
- * (`WEIR_STORE_URL`: the one `weir ingest`), materialized runs come from S3 into this node's query actor pool,
+ * (`WEIR_STORE_URL`, or as the owner advertised it in NATS: the one `weir ingest`), materialized runs come from S3 into this node's query actor pool,
  * and a materialization refresh is claimed in the catalog, so one node of all refreshes a version. This
  * module loads no engine (no chDB).
  */
@@ -36,9 +38,9 @@ export async function startQueryRole(config: Config, logger: Logger): Promise<Qu
   const { natsUrl, storeUrl, storeToken } = config;
   if (natsUrl === undefined)
     throw new ConfigError('weir query reads the catalog from NATS KV: set WEIR_NATS_URL or --nats-url');
-  if (config.clickhouseUrl === undefined && (storeUrl === undefined || storeToken === undefined))
+  if (config.clickhouseUrl === undefined && storeToken === undefined)
     throw new ConfigError(
-      "weir query runs queries on the ClickHouse server (set WEIR_CLICKHOUSE_URL) or on the embedded store's owner's store API: set WEIR_STORE_URL (the weir ingest URL) and WEIR_STORE_TOKEN (the token weir ingest has)",
+      "weir query runs queries on the ClickHouse server (set WEIR_CLICKHOUSE_URL) or on the embedded store's owner's store API: set WEIR_STORE_TOKEN (the token weir ingest has; its URL comes from NATS, or WEIR_STORE_URL)",
     );
   const teardown = new Teardown(logger);
   try {
@@ -55,8 +57,11 @@ export async function startQueryRole(config: Config, logger: Logger): Promise<Qu
       quarantine = server;
     } else {
       const queryMs = config.queryTimeoutSeconds * 1000;
+      const ownerUrl =
+        storeUrl ??
+        (await followOwner(config, natsUrl, (url) => owner?.retarget(url), { logger, metrics }, teardown));
       owner = new RemoteStore({
-        url: storeUrl!,
+        url: ownerUrl,
         token: storeToken!,
         // The run's own limit is enforced by the engine and the runner; these only bound a silent owner.
         timeoutMs: queryMs + 10_000,
@@ -97,7 +102,7 @@ export async function startQueryRole(config: Config, logger: Logger): Promise<Qu
         role: 'query',
         natsUrl,
         ...(config.clickhouseUrl === undefined
-          ? { storeUrl }
+          ? { storeUrl: owner?.url }
           : { clickhouseUrl: config.clickhouseUrl, database: config.clickhouseDatabase }),
         bucket: config.catalogBucket,
       },
@@ -113,4 +118,30 @@ export async function startQueryRole(config: Config, logger: Logger): Promise<Qu
   } catch (err) {
     return teardown.abandon(err);
   }
+}
+
+/** How long a query node started without WEIR_STORE_URL waits for a store owner to advertise itself. */
+const OWNER_WAIT_MS = 60_000;
+
+/** The store owner's URL as advertised in NATS, followed as it changes (an owner restarted elsewhere). */
+async function followOwner(
+  config: Config,
+  natsUrl: string,
+  changed: (url: string) => void,
+  deps: { logger: Logger; metrics: Metrics },
+  teardown: Teardown,
+): Promise<string> {
+  const link = await NatsLink.open(natsUrl, 'store-owner', deps);
+  teardown.push('close the store owner connection', () => link.close());
+  const followed = await followStoreOwner(
+    link.nc,
+    replicasFor(link.nc, config.natsReplicas),
+    OWNER_WAIT_MS,
+    (url) => {
+      deps.logger.info({ url }, 'store owner found in NATS');
+      changed(url);
+    },
+  );
+  teardown.push('stop following the store owner', () => followed.stop());
+  return followed.url;
 }

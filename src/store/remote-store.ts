@@ -36,16 +36,29 @@ export interface RemoteStoreConfig {
  */
 export class RemoteStore implements TableReader, ParquetExporter, Pick<Store, 'query' | 'insert'> {
   readonly #config: RemoteStoreConfig;
-  readonly #base: string;
-  readonly #agent: Agent;
-  readonly #request: typeof httpRequest;
+  #base!: string;
+  #agent!: Agent;
+  #request!: typeof httpRequest;
 
   constructor(config: RemoteStoreConfig) {
     this.#config = config;
-    this.#base = config.url.replace(/\/+$/, '');
-    const secure = this.#base.startsWith('https:');
+    this.retarget(config.url);
+  }
+
+  /** Sends the next requests to `url`: the owner moved (a query node follows its advertisement in NATS). */
+  retarget(url: string): void {
+    const base = url.replace(/\/+$/, '');
+    if (base === this.#base) return;
+    const secure = base.startsWith('https:');
+    this.#agent?.destroy();
+    this.#base = base;
     this.#agent = secure ? new HttpsAgent({ keepAlive: true }) : new Agent({ keepAlive: true });
     this.#request = secure ? httpsRequest : httpRequest;
+  }
+
+  /** Where the requests go now. */
+  get url(): string {
+    return this.#base;
   }
 
   async queryTable(

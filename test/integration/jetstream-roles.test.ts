@@ -2,6 +2,7 @@
  * The scaled-out shape on one machine: two `weir capture` processes and one `weir ingest` process, each its
  * own OS process, through a real nats-server. Events go in through the posthog-node SDK and plain HTTP, and
  * are read back from the store with `weir sql` once ingest has stopped (chDB allows one process per store).
+ * The catalog is the owner's file (`WEIR_CATALOG=file`), which capture reads from the shared data directory.
  */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
@@ -24,12 +25,17 @@ import { PERSONAL_API_KEY, PROJECT_API_KEY, post, runWeir, tempDir, waitFor } fr
 const nats = await startNatsServer();
 t.teardown(() => nats.close());
 const dataDir = tempDir();
-const ingest = await spawnRole('ingest', { WEIR_NATS_URL: nats.url, WEIR_DATA_DIR: dataDir });
+const ingest = await spawnRole('ingest', {
+  WEIR_NATS_URL: nats.url,
+  WEIR_CATALOG: 'file',
+  WEIR_DATA_DIR: dataDir,
+});
 // Capture B has a tiny spike-detection bucket, so a burst through it goes to the overflow lane.
 const [a, b] = await Promise.all([
-  spawnRole('capture', { WEIR_NATS_URL: nats.url, WEIR_DATA_DIR: dataDir }),
+  spawnRole('capture', { WEIR_NATS_URL: nats.url, WEIR_CATALOG: 'file', WEIR_DATA_DIR: dataDir }),
   spawnRole('capture', {
     WEIR_NATS_URL: nats.url,
+    WEIR_CATALOG: 'file',
     WEIR_DATA_DIR: dataDir,
     WEIR_SPIKE_RATE: '1',
     WEIR_SPIKE_BURST: '20',
@@ -173,7 +179,7 @@ t.test('capture processes may share a port, but not the one ingest owns', async 
   await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
   const port = String((free.address() as AddressInfo).port);
   await new Promise((resolve) => free.close(resolve));
-  const env = { WEIR_NATS_URL: nats.url, WEIR_DATA_DIR: dataDir, WEIR_PORT: port };
+  const env = { WEIR_NATS_URL: nats.url, WEIR_CATALOG: 'file', WEIR_DATA_DIR: dataDir, WEIR_PORT: port };
   const [c, d] = await Promise.all([spawnRole('capture', env), spawnRole('capture', env)]);
   t.equal(c.url, d.url, 'two captures listen on one port');
   t.same(await Promise.all([c.stop(), d.stop()]), [0, 0]);

@@ -83,7 +83,8 @@ if (s3) {
   t.teardown(() => capture.close());
   const nodes: QueryRole[] = [];
   for (let i = 0; i < 2; i++) {
-    const config = configOf({ WEIR_STORE_URL: ingest.url });
+    // The first is told where the owner is; the second finds it in NATS, where the owner advertised it.
+    const config = configOf(i === 0 ? { WEIR_STORE_URL: ingest.url } : {});
     const node = await startQueryRole(config, logger(config));
     nodes.push(node);
     t.teardown(() => node.close());

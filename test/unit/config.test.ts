@@ -70,6 +70,12 @@ t.test('every setting has a row in the configuration table of docs/configuration
 t.test('the shared catalog, the store API and the NATS servers are settings, checked', (t) => {
   const d = loadConfig({});
   t.equal(d.catalog, 'file', 'the embedded default keeps catalog.json');
+  t.equal(loadConfig({ WEIR_NATS_URL: 'nats://n:4222' }).catalog, 'nats', 'with NATS, the shared one');
+  t.equal(
+    loadConfig({ WEIR_NATS_URL: 'nats://n:4222', WEIR_CATALOG: 'file' }).catalog,
+    'file',
+    'unless told otherwise',
+  );
   t.equal(d.catalogBucket, 'weir_catalog');
   t.equal(d.natsReplicas, undefined, 'replicas follow the cluster unless set');
   t.equal(d.storeUrl, undefined);
