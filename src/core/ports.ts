@@ -77,6 +77,13 @@ export interface Store {
    */
   deleteRows(table: string, where: string, params: Record<string, unknown>): Promise<void>;
   /**
+   * Rewrites the parts of `table` that hold rows `deleteRows` deleted, so their bytes leave the disk now
+   * rather than at some later merge (an erasure's promise); resolves when the rewrite is done. On a cluster
+   * it runs on every shard's table. Costs a rewrite of each such part: once per erasure, once per retention
+   * sweep.
+   */
+  purgeDeleted(table: string): Promise<void>;
+  /**
    * False while the store is too far behind to take a new request's rows whole (the embedded store's log not
    * yet applied, a server's inserts not yet answered, past a bound); capture then refuses the request up
    * front (503) rather than have part of it stored.

@@ -119,7 +119,8 @@ const ERASABLE: readonly Erasable[] = [
 
 /**
  * Deletes the targets' rows from every table that holds them, counting them first; `progress` is told the
- * counts after each table, so a run cut short has recorded what it did.
+ * counts after each table, so a run cut short has recorded what it did. Then the tables deleted from are
+ * purged (`Store.purgeDeleted`), so the erased rows leave the disk too.
  */
 export async function eraseTargets(
   store: Store,
@@ -143,6 +144,9 @@ export async function eraseTargets(
     counts = { ...counts, [e.count]: counts[e.count] + n };
     await progress(counts);
   }
+  // After every delete, so the rows are hidden everywhere before the slow part. By the recorded counts, not
+  // this run's: a run after a crash finds nothing left to delete, but may not have purged yet.
+  for (const e of ERASABLE) if (counts[e.count] > 0) await store.purgeDeleted(e.table);
   return counts;
 }
 

@@ -67,6 +67,7 @@ export class RetentionSweeper {
   /** One sweep of every project, at `now`: the rows deleted, by project and table. */
   async sweep(now = Date.now()): Promise<Map<number, Record<string, number>>> {
     const done = new Map<number, Record<string, number>>();
+    const purge = new Set<string>();
     for (const project of this.#deps.catalog.listProjects()) {
       const days = project.eventRetentionDays;
       if (days === null || this.#closed) continue;
@@ -77,6 +78,7 @@ export class RetentionSweeper {
         const params = { project: project.id, cutoff };
         const n = await countAndDelete(this.#deps.store, table, where, params);
         if (n > 0) deleted[table] = n;
+        if (n > 0) purge.add(table);
       }
       if (Object.keys(deleted).length === 0) continue;
       done.set(project.id, deleted);
@@ -86,6 +88,9 @@ export class RetentionSweeper {
         'retention: rows older than the project keeps deleted',
       );
     }
+    // Merges do not reclaim expired rows: they sit in the large old part, which the merge selector rarely
+    // merges again, and disk grew without bound (bench/results/retention.md). Once a sweep, after every project.
+    for (const table of purge) await this.#deps.store.purgeDeleted(table);
     return done;
   }
 }

@@ -51,3 +51,12 @@ function exactInteger(value: unknown): unknown {
 export function deleteStatement(table: string, where: string, onCluster = ''): string {
   return `DELETE FROM \`${table}\`${onCluster} WHERE ${where} SETTINGS lightweight_deletes_sync = 2`;
 }
+
+/**
+ * The rewrite of the parts that hold lightweight-deleted rows, waited for: their bytes are then in no active
+ * part (the replaced parts leave the disk at the engine's next cleanup, not at once). Parts without such rows
+ * are only relinked, so it is safe to run again, and with nothing to apply.
+ */
+export function purgeStatement(table: string, onCluster = '', wait = true): string {
+  return `ALTER TABLE \`${table}\`${onCluster} APPLY DELETED MASK SETTINGS mutations_sync = ${wait ? 2 : 0}`;
+}

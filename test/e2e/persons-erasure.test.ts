@@ -93,6 +93,10 @@ async function scenario(t: Test, w: TestWeir): Promise<void> {
   t.notMatch(JSON.stringify(done), /anon1|"u1"/, 'the record keeps no erased distinct id');
 
   t.equal(await count(w, "distinct_id IN ('u1', 'anon1')"), 0, 'its events are gone');
+  const [stored] = await w.rows<{ n: string }>(
+    "SELECT count() AS n FROM events WHERE distinct_id IN ('u1', 'anon1') SETTINGS apply_deleted_mask = 0",
+  );
+  t.equal(Number(stored?.n), 0, 'and gone from the parts on disk, not only masked');
   t.equal(await count(w, `person_id = '${ann.id}'`), 0);
   t.equal(await count(w, "distinct_id = 'u2'"), 1, "others' events stay");
   t.same((await personPage(w, 'distinct_id=u1')).results, [], 'the person is gone');

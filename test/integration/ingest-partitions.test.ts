@@ -59,6 +59,7 @@ const store: Store = {
   },
   command: (sql) => inner.command(sql),
   deleteRows: (table, where, params) => inner.deleteRows(table, where, params),
+  purgeDeleted: (table) => inner.purgeDeleted(table),
   accepting: () => inner.accepting(),
   visible: () => inner.visible(),
   close: () => Promise.resolve(),

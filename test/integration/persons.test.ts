@@ -401,6 +401,7 @@ t.test('after a failed write the next event does not build on what the store nev
     query: (sql, params) => real.query(sql, params),
     command: (sql) => real.command(sql),
     deleteRows: (table, where, params) => real.deleteRows(table, where, params),
+    purgeDeleted: (table) => real.purgeDeleted(table),
     accepting: () => real.accepting(),
     visible: () => real.visible(),
     close: () => Promise.resolve(),

@@ -48,6 +48,7 @@ function encodingStore(commitsInFlight = 1): { store: Store; inserts: Insert[] }
     query: () => Promise.resolve([]),
     command: () => Promise.resolve(),
     deleteRows: () => Promise.resolve(),
+    purgeDeleted: () => Promise.resolve(),
     accepting: () => true,
     visible: () => Promise.resolve(),
     close: () => Promise.resolve(),

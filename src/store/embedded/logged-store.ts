@@ -1,4 +1,4 @@
-import { deleteStatement } from '../sql.ts';
+import { deleteStatement, purgeStatement } from '../sql.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import {
@@ -319,6 +319,25 @@ export class LoggedStore extends RowInserts implements Store, TableReader, Parqu
       this.#applying = undefined;
       release();
       if (this.#frames.length > 0) this.#schedule();
+    }
+  }
+
+  /**
+   * Started on the store's own connection and left to the engine's background pool, then waited for by
+   * polling: waited for in the statement, the rewrite of a 10M-event table held that connection ~10 s, and
+   * with it ingest's person lookups and the applier (bench/results/erasure.md).
+   */
+  async purgeDeleted(table: string): Promise<void> {
+    await this.#inner.command(purgeStatement(table, '', false));
+    for (let delay = 50; ; delay = Math.min(1000, delay * 2)) {
+      const [left] = await this.#inner.query<{ n: string; why: string }>(
+        `SELECT toString(count()) AS n, any(latest_fail_reason) AS why FROM system.mutations
+         WHERE database = currentDatabase() AND table = {table:String} AND NOT is_done`,
+        { table },
+      );
+      if (Number(left?.n ?? 0) === 0) return;
+      if (left?.why) throw new Error(`rewriting ${table} without its deleted rows failed: ${left.why}`);
+      await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }
 

@@ -23,7 +23,14 @@ import { migrate } from '../migrate.ts';
 import { Quarantine } from '../quarantine.ts';
 import { CheckedInserts } from '../refused-rows.ts';
 import { PendingBytes, RowInserts } from '../row-inserts.ts';
-import { columnList, deleteStatement, exactIntegers, INSERT_SETTINGS, sqlString } from '../sql.ts';
+import {
+  columnList,
+  deleteStatement,
+  exactIntegers,
+  INSERT_SETTINGS,
+  purgeStatement,
+  sqlString,
+} from '../sql.ts';
 import { clusterStatements, isSharded } from './cluster-schema.ts';
 import { RequestRetry } from './request-retry.ts';
 
@@ -331,13 +338,24 @@ export class ServerStore extends RowInserts implements Store, TableReader, Parqu
    * Distributed table takes no delete), on every node.
    */
   async deleteRows(table: string, where: string, params: Record<string, unknown>): Promise<void> {
-    const target = this.#config.cluster !== undefined && isSharded(table) ? `${table}_local` : table;
     await this.#retry.run('delete', () =>
       this.#client.command({
-        query: deleteStatement(target, where, this.#onCluster()),
+        query: deleteStatement(this.#mutated(table), where, this.#onCluster()),
         query_params: exactIntegers(params),
       }),
     );
+  }
+
+  /** Where the deletes went, as they went; retried as a delete is (running it again rewrites nothing more). */
+  async purgeDeleted(table: string): Promise<void> {
+    await this.#retry.run('purge', () =>
+      this.#client.command({ query: purgeStatement(this.#mutated(table), this.#onCluster()) }),
+    );
+  }
+
+  /** The table a mutation of `table` goes to: on a cluster, each shard's (a Distributed table takes none). */
+  #mutated(table: string): string {
+    return this.#config.cluster !== undefined && isSharded(table) ? `${table}_local` : table;
   }
 
   async close(): Promise<void> {
