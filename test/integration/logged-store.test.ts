@@ -74,6 +74,22 @@ t.test('a block of events past the engine default of 10 MB is applied as one com
   t.same(parts, [{ part_type: 'Compact', rows: '1200' }]);
 });
 
+t.test(
+  'with WEIR_STORE_FSYNC every table syncs its parts, inserted and merged, before they count',
+  async (t) => {
+    const tables = await store.query<{ name: string; engine_full: string }>(
+      "SELECT name, engine_full FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree'",
+    );
+    t.ok(tables.length >= 8, `${tables.length} tables`);
+    for (const { name, engine_full } of tables)
+      t.match(
+        engine_full,
+        /fsync_after_insert = 1, fsync_part_directory = 1, min_compressed_bytes_to_fsync_after_merge = 1/,
+        name,
+      );
+  },
+);
+
 t.test('a committed row is visible to the very next query', async (t) => {
   await store.insert('events', eventRows('visible', 3));
   t.same(await count('visible'), { rows: 3, distinct: 3 });
