@@ -75,13 +75,8 @@ export async function runBackupCommand(command: 'backup' | 'restore', args: stri
 }
 
 function s3Settings(config: Config): BackupS3Settings {
-  return {
-    endpoint: config.s3Endpoint,
-    region: config.s3Region,
-    accessKeyId: config.s3AccessKeyId,
-    secretAccessKey: config.s3SecretAccessKey,
-    forcePathStyle: config.s3ForcePathStyle,
-  };
+  const { s3Endpoint, s3Region, s3AccessKeyId, s3SecretAccessKey, s3ForcePathStyle } = config;
+  return { s3Endpoint, s3Region, s3AccessKeyId, s3SecretAccessKey, s3ForcePathStyle };
 }
 
 async function backup(

@@ -11,7 +11,7 @@ import {
   type ObjectStore,
 } from '../core/object-store.ts';
 import { DirectoryObjectStore } from '../objects/directory-store.ts';
-import { S3ObjectStore } from '../objects/s3-store.ts';
+import { openObjectStore, type ObjectStoreConfig } from '../objects/open-object-store.ts';
 import { sqlString } from '../store/sql.ts';
 
 /**
@@ -32,13 +32,7 @@ export type BackupLocation =
   | { readonly kind: 's3'; readonly bucket: string; readonly prefix: string };
 
 /** How S3 is reached: the same WEIR_S3_* settings the materializations use, the bucket from the URL. */
-export interface BackupS3Settings {
-  readonly endpoint?: string | undefined;
-  readonly region: string;
-  readonly accessKeyId?: string | undefined;
-  readonly secretAccessKey?: string | undefined;
-  readonly forcePathStyle: boolean;
-}
+export type BackupS3Settings = Omit<ObjectStoreConfig, 's3Bucket'>;
 
 export interface BackupManifest {
   readonly format: typeof FORMAT;
@@ -102,15 +96,15 @@ export function describeLocation(location: BackupLocation): string {
 export function engineLocation(location: BackupLocation, s3: BackupS3Settings): string {
   if (location.kind === 'dir') return `File(${sqlString(join(location.path, 'store'))})`;
   const key = [location.prefix, 'store'].filter((s) => s !== '').join('/');
-  const base = s3.endpoint
-    ? `${s3.endpoint.replace(/\/+$/, '')}/${location.bucket}`
-    : s3.forcePathStyle
-      ? `https://s3.${s3.region}.amazonaws.com/${location.bucket}`
-      : `https://${location.bucket}.s3.${s3.region}.amazonaws.com`;
+  const base = s3.s3Endpoint
+    ? `${s3.s3Endpoint.replace(/\/+$/, '')}/${location.bucket}`
+    : s3.s3ForcePathStyle
+      ? `https://s3.${s3.s3Region}.amazonaws.com/${location.bucket}`
+      : `https://${location.bucket}.s3.${s3.s3Region}.amazonaws.com`;
   const url = `${base}/${key.split('/').map(encodeURIComponent).join('/')}`;
   const keys =
-    s3.accessKeyId !== undefined && s3.secretAccessKey !== undefined
-      ? `, ${sqlString(s3.accessKeyId)}, ${sqlString(s3.secretAccessKey)}`
+    s3.s3AccessKeyId !== undefined && s3.s3SecretAccessKey !== undefined
+      ? `, ${sqlString(s3.s3AccessKeyId)}, ${sqlString(s3.s3SecretAccessKey)}`
       : '';
   return `S3(${sqlString(url)}${keys})`;
 }
@@ -125,15 +119,7 @@ class BackupFiles {
       this.#objects = new DirectoryObjectStore({ root: location.path });
       this.#prefix = '';
     } else {
-      this.#objects = new S3ObjectStore({
-        bucket: location.bucket,
-        ...(s3.endpoint === undefined ? {} : { endpoint: s3.endpoint }),
-        region: s3.region,
-        ...(s3.accessKeyId !== undefined && s3.secretAccessKey !== undefined
-          ? { credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } }
-          : {}),
-        forcePathStyle: s3.forcePathStyle,
-      });
+      this.#objects = openObjectStore({ ...s3, s3Bucket: location.bucket }, '');
       this.#prefix = location.prefix === '' ? '' : `${location.prefix}/`;
     }
   }

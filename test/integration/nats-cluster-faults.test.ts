@@ -32,6 +32,24 @@ async function roles(t: Test, dataDir: string): Promise<{ ingest: RoleProcess; c
   return { ingest, capture };
 }
 
+/** A steady load through capture (retrying each refusal, as an SDK does), once 5,000 events are in. */
+async function loadUnderWay(capture: RoleProcess, event: string): Promise<ReturnType<typeof startLoad>> {
+  const load = startLoad({
+    urls: [capture.url],
+    event,
+    clients: 4,
+    requests: 100,
+    eventsPerRequest: 50,
+    retry: true,
+  });
+  await waitFor(
+    () => Promise.resolve(load.acked.size >= 5_000 ? true : undefined),
+    60_000,
+    '5000 events acknowledged',
+  );
+  return load;
+}
+
 /** Waits for the load, the stream to drain and ingest to stop, then checks each acknowledged event once. */
 async function everyAckStoredOnce(
   t: Test,
@@ -57,19 +75,7 @@ t.test(
   async (t) => {
     const dataDir = tempDir();
     const parts = await roles(t, dataDir);
-    const load = startLoad({
-      urls: [parts.capture.url],
-      event: 'all-killed',
-      clients: 4,
-      requests: 100,
-      eventsPerRequest: 50,
-      retry: true,
-    });
-    await waitFor(
-      () => Promise.resolve(load.acked.size >= 5_000 ? true : undefined),
-      60_000,
-      '5000 events acknowledged',
-    );
+    const load = await loadUnderWay(parts.capture, 'all-killed');
     const before = load.acked.size;
     await Promise.all(cluster.nodes.map((n) => n.kill9()));
     t.comment(`killed all three with ${before} events acknowledged`);
@@ -82,19 +88,7 @@ t.test(
 t.test("one node's stream files cut short while it is down: nothing acknowledged lost", async (t) => {
   const dataDir = tempDir();
   const parts = await roles(t, dataDir);
-  const load = startLoad({
-    urls: [parts.capture.url],
-    event: 'truncated',
-    clients: 4,
-    requests: 100,
-    eventsPerRequest: 50,
-    retry: true,
-  });
-  await waitFor(
-    () => Promise.resolve(load.acked.size >= 5_000 ? true : undefined),
-    60_000,
-    '5000 events acknowledged',
-  );
+  const load = await loadUnderWay(parts.capture, 'truncated');
   const node = cluster.nodes[2]!;
   await node.kill9();
   const cut = cutStreamFiles(node.storeDir, 'EVENTS');
