@@ -60,7 +60,8 @@ export async function followStoreOwner(
       first?.(url);
       first = undefined;
     }
-  })();
+    // A watch that ends with an error (the connection closed) leaves the node on the URL it has.
+  })().catch(() => undefined);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
