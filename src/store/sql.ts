@@ -48,8 +48,8 @@ function exactInteger(value: unknown): unknown {
  * ClickHouse's lightweight delete of the rows `where` selects, waited for: the rows are masked for every read
  * at once, and gone from disk once merges rewrite their parts (docs/operations.md, "Erasure").
  */
-export function deleteStatement(table: string, where: string, onCluster = ''): string {
-  return `DELETE FROM \`${table}\`${onCluster} WHERE ${where} SETTINGS lightweight_deletes_sync = 2`;
+export function deleteStatement(table: string, where: string, onCluster = '', wait = true): string {
+  return `DELETE FROM \`${table}\`${onCluster} WHERE ${where} SETTINGS lightweight_deletes_sync = ${wait ? 2 : 0}`;
 }
 
 /**

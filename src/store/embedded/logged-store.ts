@@ -275,11 +275,13 @@ export class LoggedStore extends RowInserts implements Store, TableReader, Parqu
 
   /**
    * Applies what is committed (or fails, to be retried: a row left in the log would be stored after the
-   * delete), then deletes on the store's own connection, in line with the applier.
+   * delete), then starts the delete on the store's own connection and waits for the engine's pool to finish
+   * it: the rows are masked for every read when it returns, and the connection is free meanwhile.
    */
   async deleteRows(table: string, where: string, params: Record<string, unknown>): Promise<void> {
     await this.#readable();
-    await this.#inner.command(deleteStatement(table, where), params);
+    await this.#inner.command(deleteStatement(table, where, '', false), params);
+    await this.#mutationsDone(table, 'deleting from');
   }
 
   /**
@@ -324,19 +326,27 @@ export class LoggedStore extends RowInserts implements Store, TableReader, Parqu
 
   /**
    * Started on the store's own connection and left to the engine's background pool, then waited for by
-   * polling: waited for in the statement, the rewrite of a 10M-event table held that connection ~10 s, and
-   * with it ingest's person lookups and the applier (bench/results/erasure.md).
+   * polling, as a delete is: waited for in the statement, the rewrite of a 10M-event table held that
+   * connection ~10 s, and with it ingest's person lookups and the applier (bench/results/erasure.md).
    */
   async purgeDeleted(table: string): Promise<void> {
     await this.#inner.command(purgeStatement(table, '', false));
-    for (let delay = 50; ; delay = Math.min(1000, delay * 2)) {
+    await this.#mutationsDone(table, 'rewriting without its deleted rows');
+  }
+
+  /**
+   * Waits, by polling, until the engine has finished every mutation of `table` (a delete's mask, a purge's
+   * rewrite) that the store's connection started and left to the background pool.
+   */
+  async #mutationsDone(table: string, what: string): Promise<void> {
+    for (let delay = 20; ; delay = Math.min(1000, delay * 2)) {
       const [left] = await this.#inner.query<{ n: string; why: string }>(
         `SELECT toString(count()) AS n, any(latest_fail_reason) AS why FROM system.mutations
          WHERE database = currentDatabase() AND table = {table:String} AND NOT is_done`,
         { table },
       );
       if (Number(left?.n ?? 0) === 0) return;
-      if (left?.why) throw new Error(`rewriting ${table} without its deleted rows failed: ${left.why}`);
+      if (left?.why) throw new Error(`${what} ${table} failed: ${left.why}`);
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }
