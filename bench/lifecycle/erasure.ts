@@ -10,7 +10,7 @@
  * delete and purge, and the events table on disk before, at `done`, and once the engine has removed the
  * replaced parts. Prints the figures and writes bench/results/erasure-<time>.json.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -18,8 +18,8 @@ import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { startWeir } from '../../src/main.ts';
 import { renderText, type Table } from '../capture/report.ts';
-import { machineInfo, weirRevision } from '../capture/results.ts';
 import { mb, outdatedRemoved, tableDisk, type TableDisk } from './disk.ts';
+import { benchRun } from './report.ts';
 
 const KEY = 'phx_bench_erasure_key_00000000000000000000000';
 const { values } = parseArgs({
@@ -38,8 +38,7 @@ const DONE_DEADLINE_MS = 600_000;
  * or mutation, and later the longer the table has been idle (measured: 34 s, then past 100 s).
  */
 const CLEANUP_DEADLINE_MS = 60_000;
-const startedAt = new Date().toISOString();
-const revision = weirRevision();
+const run = benchRun('erasure');
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-bench-erasure-'));
 const config = loadConfig({
@@ -300,23 +299,15 @@ try {
       `${name}: done in ${s(r.doneMs)} s, steps ${r.steps.map((x) => `${x.step} ${x.table} ${s(x.ms)}`).join(', ')}\n`,
     );
   }
-  const report = {
-    bench: 'erasure',
-    command: `npm run bench:erasure${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
-    startedAt,
-    revision,
-    machine: machineInfo(),
+  const written = run.write({
     events: EVENTS,
     persons: PERSONS,
     generateMs,
     optimizeMs,
     rest,
     runs,
-  };
-  const stamp = startedAt.replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  const file = new URL(`../results/erasure-${stamp}.json`, import.meta.url);
-  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
-  process.stdout.write(`${renderText(table(runs))}\n\nwrote bench/results/erasure-${stamp}.json\n`);
+  });
+  process.stdout.write(`${renderText(table(runs))}\n\nwrote ${written}\n`);
 } finally {
   await weir.close();
   rmSync(dir, { recursive: true, force: true });

@@ -22,9 +22,9 @@ import { RetentionSweeper } from '../../src/lifecycle/retention.ts';
 import { openDataDir } from '../../src/roles/owner.ts';
 import { Teardown } from '../../src/roles/teardown.ts';
 import { renderText, type Table } from '../capture/report.ts';
-import { machineInfo, weirRevision } from '../capture/results.ts';
 import { diskPlot } from './disk-plot.ts';
 import { mb, outdatedRemoved, tableDisk, type TableDisk } from './disk.ts';
+import { benchRun } from './report.ts';
 
 const MODES = ['merges', 'purge', 'optimize'] as const;
 type Mode = (typeof MODES)[number];
@@ -47,8 +47,7 @@ const DAY_MS = 86_400_000;
 const START = Date.UTC(2026, 0, 1);
 /** A simulated day is seconds long: the merges it starts are given up to this long to finish. */
 const SETTLE_DEADLINE_MS = 60_000;
-const startedAt = new Date().toISOString();
-const revision = weirRevision();
+const run = benchRun('retention');
 
 const logger = createLogger('silent');
 const dir = mkdtempSync(join(tmpdir(), 'weir-bench-retention-'));
@@ -173,22 +172,12 @@ try {
   await catalog.updateProject(1, { eventRetentionDays: RETENTION });
   const results: Partial<Record<Mode, Day[]>> = {};
   for (const mode of modes) results[mode] = await runMode(mode);
-  const report = {
-    bench: 'retention',
-    command: `npm run bench:retention${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
-    startedAt,
-    revision,
-    machine: machineInfo(),
+  const written = run.write({
     days: DAYS,
     perDay: PER_DAY,
     retentionDays: RETENTION,
     results,
-  };
-  const stamp = startedAt.replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  writeFileSync(
-    new URL(`../results/retention-${stamp}.json`, import.meta.url),
-    `${JSON.stringify(report, null, 2)}\n`,
-  );
+  });
   const series = modes.flatMap((m) => [
     { name: `${m}: du`, points: results[m]!.map((d) => [d.day, d.duBytes] as const), dashed: false },
     { name: `${m}: active`, points: results[m]!.map((d) => [d.day, d.activeBytes] as const), dashed: true },
@@ -201,7 +190,7 @@ try {
     ),
   );
   for (const m of modes) process.stdout.write(`${renderText(table(m, results[m]!))}\n\n`);
-  process.stdout.write(`wrote bench/results/retention-${stamp}.json and bench/results/retention.svg\n`);
+  process.stdout.write(`wrote ${written} and bench/results/retention.svg\n`);
 } finally {
   await teardown.run();
   rmSync(dir, { recursive: true, force: true });
