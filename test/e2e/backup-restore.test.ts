@@ -7,21 +7,20 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
+import { bearer, capture } from '../helpers/persons.ts';
+import { sqlRows } from '../helpers/roles.ts';
 import { startS3Server } from '../helpers/s3-server.ts';
 import {
-  PERSONAL_API_KEY,
   PROJECT_API_KEY,
-  post,
   request,
   runWeir,
   spawnWeir,
   tempDir,
   waitFor,
-  weirSql,
   type SpawnedWeir,
 } from '../helpers/weir.ts';
 
-const auth = { authorization: `Bearer ${PERSONAL_API_KEY}`, 'content-type': 'application/json' };
+const auth = bearer();
 
 async function api(url: string, method: string, path: string, body?: unknown): Promise<unknown> {
   const res = await request(`${url}/api/projects/1/${path}`, {
@@ -31,11 +30,6 @@ async function api(url: string, method: string, path: string, body?: unknown): P
   });
   if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${res.text}`);
   return res.json;
-}
-
-async function capture(url: string, batch: readonly Record<string, unknown>[]): Promise<void> {
-  const res = await post(`${url}/batch/`, JSON.stringify({ api_key: PROJECT_API_KEY, batch }));
-  if (res.status !== 200) throw new Error(`capture answered ${res.status}: ${res.text}`);
 }
 
 async function stop(w: SpawnedWeir): Promise<void> {
@@ -52,17 +46,8 @@ async function tables(dataDir: string, names: readonly string[]): Promise<Record
     (n) =>
       `SELECT '${n}' AS t, toString(count()) AS n, toString(sum(cityHash64(formatRow('TSV', *)))) AS h FROM \`${n}\``,
   );
-  const rows = await sql(dataDir, each.join(' UNION ALL '));
+  const rows = await sqlRows<Record<string, unknown>>(dataDir, each.join(' UNION ALL '));
   return Object.fromEntries(rows.map((r) => [String(r['t']), `${String(r['n'])} rows, ${String(r['h'])}`]));
-}
-
-async function sql(dataDir: string, text: string): Promise<Record<string, unknown>[]> {
-  const r = await weirSql(dataDir, text);
-  if (r.code !== 0) throw new Error(`weir sql failed (${r.code}): ${r.stderr}`);
-  return r.stdout
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 /** Events of users with $set, an alias, a group, a person deleted: every table and catalog record has some. */
@@ -77,8 +62,8 @@ async function fill(url: string): Promise<void> {
       $groups: { company: `co-${i % 5}` },
     },
   }));
-  await capture(url, events);
-  await capture(url, [
+  await capture({ url }, PROJECT_API_KEY, events);
+  await capture({ url }, PROJECT_API_KEY, [
     { event: '$identify', distinct_id: 'user-1', properties: { $anon_distinct_id: 'anon-1' } },
     {
       event: '$groupidentify',
@@ -145,7 +130,10 @@ t.test('a running Weir backed up to a directory and restored compares equal, tab
   const r = await runWeir(['restore', backupDir, '--data-dir', restored]);
   t.equal(r.code, 0, r.stderr);
   const names = (
-    await sql(restored, `SELECT name FROM system.tables WHERE database = 'default' ORDER BY name`)
+    await sqlRows<Record<string, unknown>>(
+      restored,
+      `SELECT name FROM system.tables WHERE database = 'default' ORDER BY name`,
+    )
   ).map((r) => String(r['name']));
   t.same(names, Object.keys(manifest.tables), 'every table');
   const want = await tables(data, names);
@@ -165,7 +153,7 @@ t.test('a running Weir backed up to a directory and restored compares equal, tab
   const served = (await api(back.url, 'POST', 'endpoints/browsers/run', runBody)) as Record<string, unknown>;
   t.same(served['results'], (run as Record<string, unknown>)['results'], 'the endpoint answers as before');
   t.equal(served['endpoint_materialized'], true, 'from its materialization');
-  await capture(back.url, [{ event: 'after restore', distinct_id: 'user-1' }]);
+  await capture(back, PROJECT_API_KEY, [{ event: 'after restore', distinct_id: 'user-1' }]);
   const persons = (await api(back.url, 'GET', 'persons/?distinct_id=user-7')) as { results: unknown[] };
   t.equal(persons.results.length, 0, 'the erased person stays erased');
   await stop(back);
@@ -192,7 +180,7 @@ t.test('a backup to S3 taken while events arrive holds every event acknowledged 
   const flow = (async () => {
     while (flowing) {
       const n = sent++;
-      await capture(w.url, [{ event: 'tick', distinct_id: `d-${n % 10}`, properties: { n } }]);
+      await capture(w, PROJECT_API_KEY, [{ event: 'tick', distinct_id: `d-${n % 10}`, properties: { n } }]);
       acked.push(n);
     }
   })();
@@ -208,7 +196,10 @@ t.test('a backup to S3 taken while events arrive holds every event acknowledged 
   const r = await runWeir(['restore', 's3://weir-backups/weir/2026-12-04', '--data-dir', restored], env);
   t.equal(r.code, 0, r.stderr);
   const ticks = (
-    await sql(restored, `SELECT toUInt32(JSONExtractInt(properties, 'n')) AS n FROM events ORDER BY n`)
+    await sqlRows<Record<string, unknown>>(
+      restored,
+      `SELECT toUInt32(JSONExtractInt(properties, 'n')) AS n FROM events ORDER BY n`,
+    )
   ).map((row) => Number(row['n']));
   const got = new Set(ticks);
   t.ok(
@@ -227,7 +218,7 @@ t.test(
   async (t) => {
     const data = tempDir();
     const killed = await spawnWeir(data);
-    await capture(killed.url, [{ event: 'one', distinct_id: 'a' }]);
+    await capture(killed, PROJECT_API_KEY, [{ event: 'one', distinct_id: 'a' }]);
     killed.child.kill('SIGKILL');
     await killed.exited;
     t.ok(existsSync(join(data, 'weir.sock')), 'kill -9 left the socket');

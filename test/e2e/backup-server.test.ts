@@ -9,19 +9,12 @@ import { join } from 'node:path';
 import { createClient } from '@clickhouse/client';
 import t from 'tap';
 import { clickHouseForTest } from '../clickhouse-front/start.ts';
+import { bearer } from '../helpers/persons.ts';
 import { startS3Server } from '../helpers/s3-server.ts';
 import { startServerWeir } from '../helpers/server-weir.ts';
-import {
-  PERSONAL_API_KEY,
-  PROJECT_API_KEY,
-  post,
-  request,
-  runWeir,
-  tempDir,
-  waitFor,
-} from '../helpers/weir.ts';
+import { PROJECT_API_KEY, post, request, runWeir, tempDir, waitFor } from '../helpers/weir.ts';
 
-const auth = { authorization: `Bearer ${PERSONAL_API_KEY}`, 'content-type': 'application/json' };
+const auth = bearer();
 
 t.test(
   'weir catalog export and ClickHouse BACKUP to S3 restore into a Weir that answers as the first',
