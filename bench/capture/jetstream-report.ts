@@ -4,7 +4,12 @@
  */
 import { writeFileSync } from 'node:fs';
 import type { CeilingResult } from './jetstream-ceiling.ts';
-import type { JetStreamBenchResults, JetStreamModeResults, LagMeasured } from './jetstream-results.ts';
+import {
+  runName,
+  type JetStreamBenchResults,
+  type JetStreamModeResults,
+  type LagMeasured,
+} from './jetstream-results.ts';
 import type { LatencySummary } from '../../src/loadgen/load-generator.ts';
 import type { Measurement } from './measure.ts';
 import {
@@ -44,7 +49,7 @@ function ceilingTable(results: JetStreamBenchResults): Table {
       'other cpu',
     ],
     rows: results.modes.map((r) => [
-      r.mode,
+      runName(r),
       int(c(r).meanMessageBytes),
       c(r).messagesPerRequest.toFixed(2),
       c(r).eventsPerMessage.toFixed(2),
@@ -65,7 +70,7 @@ function ceilingTable(results: JetStreamBenchResults): Table {
 function runs(r: JetStreamModeResults): [string, Measurement][] {
   const out: [string, Measurement][] = [];
   const add = (name: string, m: Measurement | undefined): void => {
-    if (m) out.push([`${r.mode}, ${name}`, m]);
+    if (m) out.push([`${runName(r)}, ${name}`, m]);
   };
   add('first sight', r.weir.fixed.firstSight);
   add(`fixed ${r.weir.fixed.rate} req/s${r.lag ? ' (lag sampled)' : ''}`, r.weir.fixed.measurement);
@@ -85,7 +90,7 @@ function runsTable(r: JetStreamModeResults): Table {
   const role = (m: Measurement, name: string): string => cores(m.serverCpuByRole[name]);
   return {
     title:
-      `${r.mode}: Weir's roles over JetStream (latency in ms from the due time; stored = ingest's commits ` +
+      `${runName(r)}: Weir's roles over JetStream (latency in ms from the due time; stored = ingest's commits ` +
       'until it caught up, within a tenth of the run after it)',
     header: [
       'run',
@@ -141,7 +146,7 @@ function ratioTable(results: JetStreamBenchResults): Table {
     rows: results.modes.map((r) => {
       const s = r.weir.max?.sustained;
       return [
-        r.mode,
+        runName(r),
         int(s?.rate),
         int(s?.measurement.storedEventsPerSecond),
         int(publishesPerSecond(s?.measurement)),
@@ -156,9 +161,9 @@ function ratioTable(results: JetStreamBenchResults): Table {
 function lagTable(results: JetStreamBenchResults): Table | undefined {
   const rows: [string, LagMeasured][] = [];
   for (const r of results.modes) {
-    if (r.lag) rows.push([`${r.mode}, fixed ${r.weir.fixed.rate} req/s`, r.lag]);
+    if (r.lag) rows.push([`${runName(r)}, fixed ${r.weir.fixed.rate} req/s`, r.lag]);
     const s = r.weir.max?.sustained;
-    if (s && r.sustainedLag) rows.push([`${r.mode}, sustained ${s.rate} req/s`, r.sustainedLag]);
+    if (s && r.sustainedLag) rows.push([`${runName(r)}, sustained ${s.rate} req/s`, r.sustainedLag]);
   }
   if (rows.length === 0) return undefined;
   const l = (s: LatencySummary | undefined, p: 'p50' | 'p90' | 'p99' | 'max'): string =>
@@ -215,13 +220,15 @@ export function jetStreamConsoleReport(results: JetStreamBenchResults): string {
 function notes(results: JetStreamBenchResults): string[] {
   const out: string[] = [];
   for (const r of results.modes) {
-    out.push(...targetNotes(`${r.mode}, Weir over JetStream`, r.weir));
+    out.push(...targetNotes(`${runName(r)}, Weir over JetStream`, r.weir));
     const c = r.ceiling;
     if ((c.otherCpuCores ?? 0) > 0.25)
-      out.push(`- ${r.mode}, ceiling: other processes used ${cores(c.otherCpuCores)} cores while it ran.`);
+      out.push(
+        `- ${runName(r)}, ceiling: other processes used ${cores(c.otherCpuCores)} cores while it ran.`,
+      );
     if (c.publisherCpuCores >= 0.9)
       out.push(
-        `- ${r.mode}, ceiling: the publisher used ${cores(c.publisherCpuCores)} cores: the JS client, not ` +
+        `- ${runName(r)}, ceiling: the publisher used ${cores(c.publisherCpuCores)} cores: the JS client, not ` +
           'nats-server, may set this ceiling.',
       );
   }
@@ -235,7 +242,7 @@ function markdown(results: JetStreamBenchResults, jsonName: string): string {
   const o = results.options;
   const perSecond = results.modes.map(
     (r) =>
-      `- ${r.mode}, fixed ${r.weir.fixed.rate} req/s: ${r.weir.fixed.measurement.load.timeline.map((s) => ms(s.p99)).join(' ')}`,
+      `- ${runName(r)}, fixed ${r.weir.fixed.rate} req/s: ${r.weir.fixed.measurement.load.timeline.map((s) => ms(s.p99)).join(' ')}`,
   );
   const n = notes(results);
   return [
@@ -248,9 +255,11 @@ function markdown(results: JetStreamBenchResults, jsonName: string): string {
       `${results.loadAverage.end.toFixed(2)} at the end; each run's "other cpu" is what processes other than ` +
       'the bench\'s own used while it ran, and "steal" what the hypervisor gave other guests while this one had work.',
     '',
-    'Setup, all on loopback and sharing the 2 cores: nats-server -js (temporary file store), one `weir ingest`',
-    '(owns a fresh data directory, embedded chDB), one `weir capture` (reads its catalog), the load generator',
-    '(its own process) and the runner (ceiling publisher, lag sampler). A fresh nats-server and roles per mode.',
+    `Setup, all on loopback and sharing the 2 cores: nats-server ${[...new Set(results.modes.map((r) => r.natsVersion))].join(', ')} -js (temporary file store;`,
+    'its default sync, every 2 minutes after acknowledging, unless a run says `sync always`: `sync_interval: always`,',
+    'an fsync before each acknowledgement), one `weir ingest` (owns a fresh data directory, embedded chDB), one',
+    '`weir capture` (reads its catalog), the load generator (its own process) and the runner (ceiling publisher,',
+    'lag sampler). A fresh nats-server and roles per run.',
     '',
     `Method: the embedded bench's open-loop generator (${o.connections} keep-alive connections, latency from the`,
     'due time) sends to capture. "Stored" is ingest\'s `weir_ingest_events_total` (committed to the store\'s',

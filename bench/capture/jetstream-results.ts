@@ -4,7 +4,7 @@
  */
 import type { CeilingResult } from './jetstream-ceiling.ts';
 import type { LagResult } from './lag-sampler.ts';
-import type { BenchOptions } from './options.ts';
+import type { BenchOptions, NatsSync } from './options.ts';
 import type { Mode } from '../../src/loadgen/payloads.ts';
 import type { TargetCheck, TargetResults } from './results.ts';
 import type { LagRun } from './scenario-lag.ts';
@@ -14,6 +14,9 @@ export type LagMeasured = LagRun & { readonly result: LagResult };
 
 export interface JetStreamModeResults {
   readonly mode: Mode;
+  /** The server's JetStream sync setting for this run. */
+  readonly sync: NatsSync;
+  readonly natsVersion: string;
   readonly ceiling: CeilingResult;
   readonly weir: TargetResults;
   /** Batch mode only: the lag sampled during the fixed-rate run, and the lags computed from it. */
@@ -36,6 +39,11 @@ export interface JetStreamBenchResults {
   readonly options: BenchOptions;
   readonly modes: readonly JetStreamModeResults[];
   readonly targets: readonly TargetCheck[];
+}
+
+/** A run's name in the tables: its mode, and its sync setting where that is not the server's default. */
+export function runName(r: JetStreamModeResults): string {
+  return r.sync === 'always' ? `${r.mode}, sync always` : r.mode;
 }
 
 export function ceilingRatio(weir: TargetResults, ceiling: CeilingResult): number | undefined {

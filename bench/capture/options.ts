@@ -55,7 +55,14 @@ export interface BenchOptions {
    * @default undefined: both where uWS loads, Node's http alone where it does not
    */
   readonly transports: readonly BenchTransport[] | undefined;
+  /**
+   * JetStream mode: the server's JetStream sync settings to measure, each on a fresh server: its default
+   * (`interval`, every 2 minutes, after acknowledging) and/or `sync_interval: always`. @default ['interval']
+   */
+  readonly natsSync: readonly NatsSync[];
 }
+
+export type NatsSync = 'interval' | 'always';
 
 /** Most ingest processes `--ingest` starts: each is a Node process on the same 2 cores. */
 export const MAX_INGEST = 8;
@@ -87,7 +94,12 @@ export const USAGE = `usage: npm run bench:capture -- [flags]
   --ceiling SECONDS         jetstream: length of the raw JetStream ceiling run (default 5)
   --ingest N                jetstream: on the ClickHouse server store (the test-only
                             front over chDB), with 1, 2, … N weir ingest processes
-                            sharing the partitions (1..8); no raw ceiling run`;
+                            sharing the partitions (1..8); no raw ceiling run
+  --nats-sync interval|always|both
+                            jetstream: the server's default sync (every 2 min, after
+                            acknowledging), sync_interval: always, or both in turn
+                            (default interval; always needs nats-server 2.10+:
+                            scripts/fetch-nats-server.sh)`;
 
 function positive(name: string, raw: string | undefined, fallback: number, max: number): number {
   if (raw === undefined) return fallback;
@@ -120,6 +132,7 @@ export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
       ceiling: { type: 'string' },
       ingest: { type: 'string' },
       transports: { type: 'string' },
+      'nats-sync': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -140,6 +153,11 @@ export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
   if (values.transports !== undefined && bus !== 'embedded')
     throw new Error("--transports picks embedded Weir's HTTP transport: it needs --bus embedded");
   const transports = values.transports === undefined ? undefined : parseTransports(values.transports);
+  const natsSync = values['nats-sync'] ?? 'interval';
+  if (natsSync !== 'interval' && natsSync !== 'always' && natsSync !== 'both')
+    throw new Error(`--nats-sync must be interval, always or both, got '${natsSync}'`);
+  if (values['nats-sync'] !== undefined && bus !== 'jetstream')
+    throw new Error('--nats-sync is a setting of the JetStream server: it needs --bus jetstream');
   const warmup = values.warmup === '0' ? 0 : positive('warmup', values.warmup, 60, 600);
   const quietWait = values['quiet-wait'] === '0' ? 0 : positive('quiet-wait', values['quiet-wait'], 30, 3600);
   return {
@@ -159,6 +177,7 @@ export function parseOptions(args: readonly string[]): BenchOptions | 'help' {
     ceilingMs: positive('ceiling', values.ceiling, 5, 600) * 1000,
     ingest,
     transports,
+    natsSync: natsSync === 'both' ? ['interval', 'always'] : [natsSync],
   };
 }
 

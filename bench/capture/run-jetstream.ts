@@ -17,15 +17,16 @@ import {
 import { startWeirJetStream } from './jetstream-target.ts';
 import type { BenchContext } from './measure.ts';
 import { startNats } from './nats-server.ts';
+import type { NatsSync } from './options.ts';
 import type { Mode } from '../../src/loadgen/payloads.ts';
 import { commandLine, machineInfo, weirRevision } from './results.ts';
 import { measureRoles } from './scenario-roles.ts';
 
-async function measureMode(bench: BenchContext, mode: Mode): Promise<JetStreamModeResults> {
+async function measureMode(bench: BenchContext, mode: Mode, sync: NatsSync): Promise<JetStreamModeResults> {
   const { options } = bench;
-  const nats = await startNats();
+  const nats = await startNats(sync);
   try {
-    bench.progress(`raw JetStream ceiling, ${mode} messages`);
+    bench.progress(`nats-server ${nats.version}, sync ${sync}: raw JetStream ceiling, ${mode} messages`);
     const ceiling = await measureCeiling(bench, nats, mode, options.ceilingMs);
     bench.progress(
       `  ceiling   ${Math.round(ceiling.publishesPerSecond)} acked publishes/s of ${Math.round(ceiling.meanMessageBytes)} B ` +
@@ -37,7 +38,14 @@ async function measureMode(bench: BenchContext, mode: Mode): Promise<JetStreamMo
     const weir = await startWeirJetStream(nats);
     try {
       const roles = await measureRoles(bench, weir, mode, (sql) => weir.sql(sql));
-      return { mode, ceiling, ...roles, ratio: ceilingRatio(roles.weir, ceiling) };
+      return {
+        mode,
+        sync,
+        natsVersion: nats.version,
+        ceiling,
+        ...roles,
+        ratio: ceilingRatio(roles.weir, ceiling),
+      };
     } finally {
       weir.removeData();
     }
@@ -54,7 +62,8 @@ export async function benchJetStream(
 ): Promise<number> {
   const loadAtStart = os.loadavg()[0] ?? 0;
   const modes: JetStreamModeResults[] = [];
-  for (const mode of bench.options.modes) modes.push(await measureMode(bench, mode));
+  for (const mode of bench.options.modes)
+    for (const sync of bench.options.natsSync) modes.push(await measureMode(bench, mode, sync));
   const results: JetStreamBenchResults = {
     bus: 'jetstream',
     command: commandLine(args),

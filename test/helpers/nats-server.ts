@@ -2,15 +2,57 @@
  * Starts a real `nats-server -js` on a free loopback port with its own store directory (nats.js's `nst`
  * launcher is the model), and can stop and restart it on the same port and store, for failure tests.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, connect as tcpConnect } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
+
+/**
+ * Which nats-server the tests run: `current`, one that can sync before it acknowledges (2.10 or later:
+ * `WEIR_TEST_NATS_SERVER`, else the newest `scripts/fetch-nats-server.sh` unpacked, else the one on PATH);
+ * `legacy`, the one on PATH (Debian 12's 2.9.10), for the fallbacks Weir keeps for servers before 2.9.21.
+ */
+export function natsServerBinary(which: 'current' | 'legacy' = 'current'): string {
+  if (which === 'legacy') return process.env['WEIR_TEST_NATS_SERVER_LEGACY'] ?? 'nats-server';
+  if (process.env['WEIR_TEST_NATS_SERVER']) return process.env['WEIR_TEST_NATS_SERVER'];
+  const cache = join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'weir');
+  const fetched = existsSync(cache)
+    ? readdirSync(cache)
+        .filter((d) => d.startsWith('nats-server-') && existsSync(join(cache, d, 'nats-server')))
+        .sort((a, b) => versionOrder(a.slice('nats-server-'.length), b.slice('nats-server-'.length)))
+    : [];
+  return fetched.length > 0 ? join(cache, fetched.at(-1)!, 'nats-server') : 'nats-server';
+}
+
+function versionOrder(a: string, b: string): number {
+  const pa = a.split('.').map(Number);
+  const pb = b.split('.').map(Number);
+  for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
+  return 0;
+}
+
+/** The version a nats-server binary says it is (`2.10.27`), or undefined when it does not run. */
+export function natsServerVersion(binary: string): string | undefined {
+  const probe = spawnSync(binary, ['--version'], { encoding: 'utf8' });
+  return probe.status === 0 ? /v(\d+\.\d+\.\d+)/.exec(probe.stdout)?.[1] : undefined;
+}
+
+export interface NatsServerOptions {
+  /** Opens the monitoring port (`/varz`). */
+  readonly monitor?: boolean;
+  /** JetStream's `sync_interval: always`: fsync before each acknowledgement (2.10 or later). */
+  readonly syncAlways?: boolean;
+  readonly binary?: 'current' | 'legacy';
+}
 
 export interface NatsServer {
   readonly url: string;
   readonly port: number;
+  /** The running server's process id (for a tracer to attach to). */
+  readonly pid: number;
+  /** The binary's version (`2.10.27`). */
+  readonly version: string;
   /** The monitoring port's URL (`/varz`), when started with `monitor`. */
   readonly monitorUrl?: string;
   /** Its JetStream store directory (`-sd`), for tests that damage it while the server is down. */
@@ -50,24 +92,36 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-export async function startNatsServer(options: { monitor?: boolean } = {}): Promise<NatsServer> {
-  if (!options.monitor) return startNode(await freePort(), []);
-  const monitor = await freePort();
-  const server = await startNode(await freePort(), ['-m', String(monitor)]);
-  return { ...server, monitorUrl: `http://127.0.0.1:${monitor}` };
+export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServer> {
+  const monitor = options.monitor ? await freePort() : undefined;
+  return startNode(await freePort(), monitor === undefined ? [] : ['-m', String(monitor)], options, monitor);
 }
 
 /** One `nats-server -js` on `port` with a store of its own, and `extra` arguments (a cluster's). */
-async function startNode(port: number, extra: readonly string[]): Promise<NatsServer> {
+async function startNode(
+  port: number,
+  extra: readonly string[],
+  options: NatsServerOptions = {},
+  monitor?: number,
+): Promise<NatsServer> {
+  const binary = natsServerBinary(options.binary);
+  const version = natsServerVersion(binary);
+  if (version === undefined)
+    throw new Error(`${binary} does not run (scripts/fetch-nats-server.sh fetches one)`);
   const storeDir = mkdtempSync(join(tmpdir(), 'weir-nats-'));
+  const args = ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir, ...extra];
+  if (options.syncAlways) {
+    // sync_interval has no command-line flag; the file gives only that, the flags the rest.
+    const conf = join(storeDir, 'sync-always.conf');
+    writeFileSync(conf, 'jetstream { sync_interval: always }\n');
+    args.push('-c', conf);
+  }
   let child: ChildProcess | undefined;
   let log = '';
 
   const start = async (): Promise<void> => {
     log = '';
-    child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir, ...extra], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
     const deadline = Date.now() + 15_000;
@@ -90,6 +144,11 @@ async function startNode(port: number, extra: readonly string[]): Promise<NatsSe
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    get pid() {
+      return child?.pid ?? 0;
+    },
+    version,
+    ...(monitor === undefined ? {} : { monitorUrl: `http://127.0.0.1:${monitor}` }),
     storeDir,
     stop: () => stop(),
     kill9: () => stop('SIGKILL'),

@@ -113,12 +113,14 @@ export function metricValue(text: string, name: string, labels = ''): number {
 export async function waitStreamDrained(natsUrl: string, timeoutMs = 60_000): Promise<void> {
   const nc = await connect({ servers: natsUrl });
   try {
-    const jsm = await jetstreamManager(nc);
+    // Not checked at once: a cluster that has just restarted answers its API only once it has a leader.
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
     let last = -1;
     try {
       await waitFor(
         async () => {
-          const info = await jsm.streams.info('EVENTS');
+          const info = await jsm.streams.info('EVENTS').catch(() => undefined);
+          if (info === undefined) return undefined;
           last = info.state.messages;
           return last === 0 ? true : undefined;
         },

@@ -127,3 +127,22 @@ t.test("bench:capture's transports on this Node.js: uWS left out, with the reaso
   t.throws(() => planTransports(['uws', 'node'], reason), { message: `--transports uws: ${reason}` });
   t.end();
 });
+
+t.test(
+  "bench:capture --nats-sync: the server's default, sync always, or both in turn; JetStream only",
+  (t) => {
+    const sync = (args: string[]): unknown => {
+      const options = parseOptions(['--bus', 'jetstream', ...args]);
+      if (options === 'help') throw new Error('not help');
+      return options.natsSync;
+    };
+    t.same(sync([]), ['interval']);
+    t.same(sync(['--nats-sync', 'always']), ['always']);
+    t.same(sync(['--nats-sync', 'both']), ['interval', 'always'], 'the default first');
+    t.throws(() => sync(['--nats-sync', 'never']), {
+      message: "--nats-sync must be interval, always or both, got 'never'",
+    });
+    t.throws(() => parseOptions(['--nats-sync', 'always']), /^--nats-sync .* --bus jetstream/);
+    t.end();
+  },
+);
