@@ -9,7 +9,7 @@ import { runUntilSignal } from './run-until-signal.ts';
  * `weir ingest`: consumes JetStream into the store until SIGTERM or SIGINT. It listens on 8001 unless told
  * otherwise, so it does not share `weir capture`'s default port (uWS lets processes share a port). Its store
  * applies the commit log every 500 ms rather than every second: no capture shares its cores, and the time from
- * a capture's 200 to the row in the table is what this role is judged by (bench/results/design-notes.md).
+ * a capture's 200 to the row in the table is what this role is judged by.
  */
 export async function runIngest(flags: Record<string, string | undefined>): Promise<number> {
   const config = loadConfig(process.env, flags, { port: 8001, storeApplyIntervalMs: 500 });

@@ -89,9 +89,8 @@ export interface Config {
    * Subject partitions on JetStream (`events.live.<n>`, `events.overflow.<n>`): capture publishes one message
    * per partition a request's events fall in, and the `weir ingest` processes share the live ones by lease. So
    * it bounds how many ingest processes can take a share; but more partitions mean smaller messages, and more
-   * of them: with 16, a 100-event request was 16 messages, and per-message work kept one ingest from 20k
-   * events/s; 4 sustained 27.9k events/s where 1 sustained 32.4k (bench:capture --bus jetstream, one run
-   * each). Recorded in NATS KV by the first process: every capture and ingest must then be given the same.
+   * of them, and ingest's work is per message as much as per event: one ingest sustains fewer events the more
+   * partitions there are. Recorded in NATS KV by the first process: every capture and ingest must then be given the same.
    * @default 1
    */
   readonly busPartitions: number;
@@ -185,7 +184,7 @@ export interface Config {
   /**
    * Threads that serve HTTP capture in `weir start` (and pass every other request on to the main thread,
    * which keeps ingest, the store and the API). 0 serves everything on the main thread. On two cores one
-   * capture thread measured no faster and with a worse p99 (bench/results/capture.md), so it is off there.
+   * capture thread measured no faster and with a worse p99, so it is off there.
    * @default 1 on a machine with four cores or more, else 0
    */
   readonly captureThreads: number;

@@ -23,7 +23,7 @@ export type Row = Record<string, unknown>;
 /**
  * A row as its values alone, in the order of a column list given with it (ClickHouse's JSONCompactEachRow).
  * Ingest writes event rows this way: the JSON text of a row is much shorter than as an object (no names), and
- * cheaper to make (bench/results/single-event-latency.md).
+ * cheaper to make.
  */
 export type Values = readonly unknown[];
 

@@ -28,9 +28,8 @@ export interface BatchWriterConfig {
 /**
  * Why rounds are spaced under load: a commit costs the thread that asks for it a fixed amount whatever it
  * holds (framing, the hand-over to the commit thread, settling the round), so back-to-back rounds of a few
- * rows each spent the main thread's CPU on commits; spaced by a timer, rounds are fewer and fuller
- * (bench/results/single-event-latency.md). Light load (rounds of a few rows) is not spaced, so a lone request
- * waits for no timer.
+ * rows each spent the main thread's CPU on commits; spaced by a timer, rounds are fewer and fuller.
+ * Light load (rounds of a few rows) is not spaced, so a lone request waits for no timer.
  */
 const ROUND_SPACING_MS = 1;
 const SPACED_FROM_ROWS = 8;

@@ -142,7 +142,7 @@ export class UuidSet {
  * that made-up uuids with equal tails do not all land on one slot. The result is finished with murmur3's
  * mixer because a slot is chosen by the tag's high bits: uuids that differ only in their low bits (numbered
  * ones, as some exports and tools write) otherwise all started their probes in one region, and a historical
- * import of such uuids ran at ~1,000 events/s, most of it probing. Never 0, which marks an empty slot.
+ * import of such uuids spent most of its time probing. Never 0, which marks an empty slot.
  */
 export function tagOf(k0: number, k1: number, k3: number, k4: number): number {
   let h = k4 ^ Math.imul(k3, 0x9e3779b1) ^ Math.imul(k0 ^ k1, 0x85ebca6b);

@@ -89,7 +89,7 @@ export class RetentionSweeper {
       );
     }
     // Merges do not reclaim expired rows: they sit in the large old part, which the merge selector rarely
-    // merges again, and disk grew without bound (bench/results/retention.md). Once a sweep, after every project.
+    // merges again, and disk grew without bound. Once a sweep, after every project.
     for (const table of purge) await this.#deps.store.purgeDeleted(table);
     return done;
   }

@@ -115,7 +115,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'events_compact_parts',
     // A part of up to 32 MiB is written in the compact format (one file for all columns) rather than the wide
     // one (two files a column): a second's events applied took the engine much less CPU compact, most of the
-    // difference in the kernel creating files (bench/results/single-event-latency.md). ClickHouse's default
+    // difference in the kernel creating files. ClickHouse's default
     // is 10 MB.
     statements: ['ALTER TABLE events MODIFY SETTING min_bytes_for_wide_part = 33554432'],
   },

@@ -126,7 +126,7 @@ export class RemoteStore implements TableReader, ParquetExporter, Pick<Store, 'q
   /**
    * POSTs to the store API and resolves with a 200's response, its body unread; any other answer is thrown
    * as what it means here. `node:http` with a keep-alive agent rather than `fetch`: fetch spent several times
-   * the CPU per request, paid on every direct run (bench/results/query-node.md).
+   * the CPU per request, paid on every direct run.
    */
   #post(route: string, body: unknown, timeoutMs: number): Promise<IncomingMessage> {
     const data = Buffer.from(JSON.stringify(body));

@@ -9,8 +9,7 @@ import { INGEST_PROPERTY_KEYS, LANES } from '../../core/event.ts';
  * The batch is JSON (the version field lets it change later), deflated when it is large enough to gain:
  * then the message has the header `Content-Encoding: deflate` (zlib, as HTTP's `deflate`; its checksum
  * catches a damaged message). nats-server's work grows with the bytes it stores and delivers, and a batch of
- * events deflates several times over (their property names repeat) for little of capture's CPU at level 1
- * (figures: bench/results/design-notes.md).
+ * events deflates several times over (their property names repeat) for little of capture's CPU at level 1.
  * `WEIR_BUS_COMPRESSION=none` publishes plain JSON, readable with the `nats` CLI; ingest reads both.
  */
 interface Wire {

@@ -57,7 +57,7 @@ const MAX_FLIGHTS = 2;
  * (MAX_FLIGHTS at most), the requests that arrive meanwhile wait too, and the next flight carries them
  * together (in arrival order, so a lane's order is kept). At low load a request flies alone, as soon as its
  * turn of the event loop ends; under load many requests share each message, and nats-server, which spends
- * nearly as much CPU on a small message as on a large one (bench/results/design-notes.md), and ingest, which
+ * nearly as much CPU on a small message as on a large one, and ingest, which
  * pays per message for the ack and the batch around it, do a fraction of the work. If a flight
  * fails, each request in it is answered 503 and retried by its client (the uuids make that idempotent; a
  * retried request that flies with others gets another Nats-Msg-Id, and ingest's duplicate window drops it).

@@ -8,8 +8,8 @@
  *
  * Recency is kept the CLOCK way: `get` sets a flag on the entry rather than moving it to the end of the map.
  * Moving it (a `Map` delete and set) on every lookup made the map rehash its whole table every few thousand
- * lookups, each time a new table of hundreds of kilobytes that went straight to the old generation: at 40k
- * events/s, 3-5% of capture's main thread and a share of its major GCs. `trim` walks the map oldest first,
+ * lookups, each time a new table of hundreds of kilobytes that went straight to the old generation, a share of
+ * capture's main thread and of its major GCs. `trim` walks the map oldest first,
  * gives a used entry a second chance (clears its flag) and evicts the first unused, unpinned ones.
  */
 export interface PinnedLruOptions<V> {

@@ -34,7 +34,7 @@ type ChdbQuery = (sql: string, options: { format: string }) => Promise<unknown>;
  * How the embedded store inserts a block of JSONEachRow bytes: written to a file of its own, then read by the
  * engine with `INSERT … FROM INFILE`. chDB's passthrough insert (`rawInsert`, the bytes inline after the
  * statement) cost the engine several times the CPU per event row of the same bytes read from a file, a large
- * share of all an event costs (bench/results/design-notes.md). The file is only a hand-over: the commit log
+ * share of all an event costs. The file is only a hand-over: the commit log
  * holds the durable copy, so it is not synced, and it is removed once the insert ends.
  */
 class FileInserts {
@@ -94,11 +94,9 @@ const EMBEDDED_INSERT_SETTINGS = {
 /**
  * Threads the in-process engine runs its background merges on, on a machine of `cores` cores: one core is
  * left to capture and ingest. chDB's own default is two, and on a 2-core machine a merge (a few hundred ms
- * of CPU on each of two threads, every few seconds under load) then took both cores from the main thread:
- * at the single-event max-throughput search (`npm run bench:capture -- --mode single`), three alternated
- * pairs sustained 50,725, 51,099 and 49,541 requests/s with one merge thread against 41,016, 46,750 and
- * 47,389 with two (bench/results/single-event-latency.md, session 15). One thread merges far faster than
- * a part a second per table is made.
+ * of CPU on each of two threads, every few seconds under load) then took both cores from the main thread,
+ * and capture sustained fewer single events a second with two merge threads than with one. One thread merges
+ * far faster than a part a second per table is made.
  */
 export function embeddedMergeThreads(cores: number): number {
   return Math.min(2, Math.max(1, cores - 1));
@@ -307,7 +305,7 @@ export class ChdbClient implements TableReader, ParquetExporter {
    * One read on a reader connection when its turn comes. Its parameters are set on that connection first
    * (`SET param_…`) and the statement runs with none: chdb-node runs every statement with bound parameters
    * in one process-wide line (its binding is not safe across connections), which would put reads back one at
-   * a time. Set on a connection, they stay on it (bench/results/engine-side-by-side.md), also after the read:
+   * a time. Set on a connection, they stay on it, also after the read:
    * a statement naming a parameter its `params` lack would read a value an earlier read set there, so callers
    * pass every parameter they print (the printer binds each one it prints).
    */

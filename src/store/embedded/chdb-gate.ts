@@ -40,8 +40,7 @@ interface Waiting {
  * Node's libuv pool, which it holds while it waits for the engine. So:
  * - ingest's person lookups, and the commit log's apply, queued behind every query of the query API and of
  *   endpoint runs that came before them, and capture, which answers once ingest has stored its events, waited
- *   for all of those queries: a first-seen user's single event took seconds while a few short queries were
- *   queued, a tenth of a second with the gate (bench/results/design-notes.md).
+ *   for all of those queries, so a first-seen user's single event waited for every query queued before it.
  * - calls that are not parameterised take a pool thread each while they wait, and the pool has four: the
  *   file system's calls (the commit log's, before it had a thread of its own) then wait too: an fdatasync
  *   issued behind eight such queries finished seconds later.
@@ -213,8 +212,8 @@ const NO_PROJECT = -1;
 
 /**
  * The queue in front of the engine's reader connections (the query API, endpoint runs on raw data,
- * materialization refreshes). chDB runs statements side by side on separate connections to one data directory
- * (bench/results/engine-side-by-side.md), so reads run on `connections` connections of their own, apart from
+ * materialization refreshes). chDB runs statements side by side on separate connections to one data directory,
+ * so reads run on `connections` connections of their own, apart from
  * the store's (ChdbGate): ingest's lookups and the commit log's apply never wait for a read.
  *
  * Fair between projects: each project's reads wait in a queue of their own, and a free connection goes to the

@@ -19,7 +19,7 @@ type Callback = (err: NodeJS.ErrnoException | null) => void;
  * thread woken from sleep costs steal besides its own CPU. Here a commit is one message each way; the thread
  * starts the next write as soon as a sync returns, without waiting for the main thread, and commits that
  * queued meanwhile share one write and one sync: commits are faster, cheaper and capture's tail lower than
- * through the pool (bench/results/single-event-latency.md).
+ * through the pool.
  *
  * A commit's bytes are copied once, into a buffer handed over to the thread.
  */

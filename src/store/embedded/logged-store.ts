@@ -46,7 +46,7 @@ const BACKOFF_MS = [50, 100, 250, 500, 1000];
 /**
  * Commits of the log under way at once. With the log's own writer thread (commit-thread.ts), one: what
  * queues meanwhile goes out together when it returns. Three under way (the thread then takes them back to
- * back) made more commits and no better tail (bench/results/single-event-latency.md).
+ * back) made more commits and no better tail.
  */
 const COMMITS_IN_FLIGHT = 1;
 
@@ -326,8 +326,8 @@ export class LoggedStore extends RowInserts implements Store, TableReader, Parqu
 
   /**
    * Started on the store's own connection and left to the engine's background pool, then waited for by
-   * polling, as a delete is: waited for in the statement, the rewrite of a 10M-event table held that
-   * connection ~10 s, and with it ingest's person lookups and the applier (bench/results/erasure.md).
+   * polling, as a delete is: waited for in the statement, the rewrite of a large table held that
+   * connection for seconds, and with it ingest's person lookups and the applier.
    */
   async purgeDeleted(table: string): Promise<void> {
     await this.#inner.command(purgeStatement(table, '', false));

@@ -68,7 +68,7 @@ export async function openEmbeddedStore(
  * Has the engine fsync every part it writes, inserted or merged, before it counts as written. The commit log
  * drops what it has applied, so an applied block's only copy is then its part; chDB neither syncs parts nor
  * keeps replaced ones (`old_parts_lifetime` 0), so an OS crash or a power cut could otherwise lose events the
- * log no longer holds. Costs ~10 ms per 10 MB applied on this machine's disk. Idempotent, run at each open so
+ * log no longer holds. Idempotent, run at each open so
  * tables a later migration makes get it too.
  */
 async function partsSynced(engine: ChdbClient): Promise<void> {

@@ -20,8 +20,8 @@ const BATCH_ROWS = 1 << 20;
 
 /**
  * Decodes a Parquet file into an Arrow table. parquet-wasm (Rust's parquet crate in WebAssembly) reads every
- * codec the engine writes, several times faster than hyparquet in plain JavaScript and without its heap
- * (bench/results/design-notes.md). It decodes into its own memory and hands back Arrow IPC, which
+ * codec the engine writes, several times faster than hyparquet in plain JavaScript and without its heap.
+ * It decodes into its own memory and hands back Arrow IPC, which
  * apache-arrow reads without copying; so the table's memory is those IPC buffers, about its Arrow size.
  *
  * Row groups are read one at a time: WebAssembly memory grows to the largest decode and never shrinks, so
