@@ -90,7 +90,8 @@ export interface Config {
    * per partition a request's events fall in, and the `weir ingest` processes share the live ones by lease. So
    * it bounds how many ingest processes can take a share; but more partitions mean smaller messages, and more
    * of them, and ingest's work is per message as much as per event: one ingest sustains fewer events the more
-   * partitions there are. Recorded in NATS KV by the first process: every capture and ingest must then be given the same.
+   * partitions there are. Recorded in NATS KV by the first process: every capture and ingest must then be
+   * given the same.
    * @default 1
    */
   readonly busPartitions: number;
