@@ -5,8 +5,8 @@
  * is the first to reach the furthest step.
  *
  * The state is a tuple of tuples of scalars, written out for the funnel's number of steps: arrays of arrays
- * rebuilt on every event, with the step conditions under `arrayMap(k -> …, range(N))`, made the query several
- * times as slow as the hand-written one. ClickHouse does not share a repeated subexpression inside a
+ * rebuilt on every event, with the step conditions under `arrayMap(k -> …, range(N))`, made the query
+ * several times as slow as the hand-written one. ClickHouse does not share a repeated subexpression inside a
  * lambda, it computes every copy, so the common case (no exclusions, `firstAttempts`) writes each step's
  * condition once; with exclusions (`excludingFunnel`) a few conditions are written more than once.
  */
