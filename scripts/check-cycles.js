@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Fails when src/ has an import cycle or an import against the layering of DESIGN.md
-// (`api → query → store`, `capture → bus`, `ingest → bus, store`; no layer imports main.ts or cli/; roles/,
-// the composition of `weir capture|ingest`, is imported only by main.ts and cli/).
+// (`api → query → store`, `capture → bus`, `ingest → bus, store`; `catalog → kv`, `bus → kv`, `ingest → kv`,
+// the compare-and-set over NATS KV they share; no layer imports main.ts or cli/; roles/, the composition of
+// `weir capture|ingest`, is imported only by main.ts and cli/).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -30,12 +31,14 @@ const ALLOWED = {
   config: [],
   http: [],
   store: [],
-  catalog: [],
-  bus: [],
+  // The compare-and-set over a NATS KV bucket, below every layer that keeps state in one.
+  kv: [],
+  catalog: ['kv'],
+  bus: ['kv'],
   // The ObjectStore adapters: the port is in core/, and only composition (roles/, cli/, main.ts) picks one.
   objects: [],
   capture: ['bus', 'http', 'catalog'],
-  ingest: ['bus', 'store'],
+  ingest: ['bus', 'store', 'kv'],
   query: ['store', 'catalog'],
   api: ['query', 'store', 'catalog', 'http'],
   // Erasure, retention and project deletion: the store and catalog through their ports.

@@ -14,26 +14,15 @@
  * conflict: only changes of one record retry each other.
  *
  * Reads are served from an in-memory copy kept current by a watch of the whole bucket. Every change is a
- * compare-and-set on the KV revision of the record as it was read; on a conflict the record is read again and
- * the change worked out again from the newest state (`decide` runs again), so nothing is lost. The set is
- * conditional on the bucket's last sequence, not only on the record's: nats-server before 2.9.21 does not
- * hold the per-record condition against concurrent writes in a cluster (nats-io/nats-server#4320; seen here on
- * 2.9.10: of ten concurrent writes from one revision, several succeeded in 48 of 50 rounds, against none with
- * the bucket-wide condition). The price is that concurrent changes of different records retry each other too,
- * which a catalog's rate of change affords. A change that
- * spans records is ordered so that a crash between its writes leaves nothing a reader could misuse (see
+ * compare-and-set on the KV revision of the record as it was read (CasBucket: on a replicated bucket of a
+ * nats-server before 2.9.21, conditional on the whole bucket, so that changes of different records retry each
+ * other too, which a catalog's rate of change affords); on a conflict the record is read again and the change
+ * worked out again from the newest state (`decide` runs again), so nothing is lost. A change that spans
+ * records is ordered so that a crash between its writes leaves nothing a reader could misuse (see
  * `createProject`; a rename is the one exception, documented there).
  */
-import {
-  JetStreamApiCodes,
-  JetStreamApiError,
-  jetstream,
-  jetstreamManager,
-  type JetStreamClient,
-  type JetStreamManager,
-} from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
-import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type {
   Catalog,
   Deletion,
@@ -47,6 +36,7 @@ import type {
   Project,
   ProjectPatch,
 } from '../core/ports.ts';
+import { CasBucket, KvConflict } from '../kv/cas-bucket.ts';
 import {
   CatalogState,
   changedDeletion,
@@ -90,9 +80,6 @@ export interface KvCatalogOptions {
 export const CATALOG_BUCKET = 'weir_catalog';
 /** How long a watch that failed waits before it is started again. */
 const REWATCH_MS = 500;
-
-/** The header that makes a KV message a delete marker (what `kv.delete` writes). */
-const KV_OPERATION = 'KV-Operation';
 const COUNTER = 'meta.next-project-id';
 const BOOTSTRAP = 'meta.bootstrap';
 /** Conflicts in a row after which a change gives up: each one means another change succeeded, so this is only reached under a storm. */
@@ -116,26 +103,9 @@ interface BootstrapPlan {
   readonly key: StoredPersonalApiKey;
 }
 
-/** Thrown inside a change when a compare-and-set lost: the records to read again before retrying. */
-class Conflict extends Error {
-  constructor(readonly keys: readonly string[]) {
-    super(`conflicting change of ${keys.join(', ')}`);
-  }
-}
-
-function isWrongLastSequence(err: unknown): boolean {
-  return (
-    err instanceof JetStreamApiError &&
-    (err.code === JetStreamApiCodes.StreamWrongLastSequence ||
-      err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
-  );
-}
-
 export class KvCatalog implements Catalog {
+  readonly #cas: CasBucket;
   readonly #kv: KV;
-  readonly #bucket: string;
-  readonly #js: JetStreamClient;
-  readonly #jsm: JetStreamManager;
   readonly #records = new Map<string, Entry>();
   #state: CatalogState | undefined;
   #revision = 0;
@@ -153,16 +123,9 @@ export class KvCatalog implements Catalog {
 
   readonly #connected: () => boolean;
 
-  private constructor(
-    kv: KV,
-    bucket: string,
-    jets: { js: JetStreamClient; jsm: JetStreamManager },
-    connected: () => boolean,
-  ) {
-    this.#kv = kv;
-    this.#bucket = bucket;
-    this.#js = jets.js;
-    this.#jsm = jets.jsm;
+  private constructor(cas: CasBucket, connected: () => boolean) {
+    this.#cas = cas;
+    this.#kv = cas.kv;
     this.#connected = connected;
   }
 
@@ -175,11 +138,12 @@ export class KvCatalog implements Catalog {
    * record is in memory and, on an empty bucket, project 1 and a `*` key exist.
    */
   static async open(nc: NatsConnection, options: KvCatalogOptions): Promise<KvCatalog> {
-    const kv = await new Kvm(nc).create(options.bucket, { replicas: options.replicas ?? 1, history: 1 });
-    if (options.replicasConfigured && options.replicas !== undefined)
-      await setReplicas(nc, options.bucket, options.replicas);
-    const jets = { js: jetstream(nc), jsm: await jetstreamManager(nc) };
-    const catalog = new KvCatalog(kv, options.bucket, jets, options.connected ?? (() => true));
+    const cas = await CasBucket.open(nc, {
+      bucket: options.bucket,
+      replicas: options.replicas,
+      resize: options.replicasConfigured === true && options.replicas !== undefined,
+    });
+    const catalog = new KvCatalog(cas, options.connected ?? (() => true));
     await catalog.#watch();
     if (catalog.#records.get(COUNTER)?.value === undefined && (options.bootstrap ?? true))
       await catalog.#bootstrap(options);
@@ -204,8 +168,8 @@ export class KvCatalog implements Catalog {
     options: { readonly bucket: string; readonly replicas?: number },
     snapshot: CatalogSnapshot,
   ): Promise<number> {
-    const kv = await new Kvm(nc).create(options.bucket, { replicas: options.replicas ?? 1, history: 1 });
-    for await (const key of await kv.keys()) {
+    const cas = await CasBucket.open(nc, options);
+    for await (const key of await cas.kv.keys()) {
       throw new Error(`the bucket '${options.bucket}' already holds a catalog (it has the record '${key}')`);
     }
     const records: [string, unknown][] = [
@@ -215,7 +179,7 @@ export class KvCatalog implements Catalog {
       ...snapshot.deletions.map((d): [string, unknown] => [deletionKey(d.id), d]),
       [COUNTER, snapshot.nextProjectId],
     ];
-    for (const [key, value] of records) await kv.create(key, JSON.stringify(value));
+    for (const [key, value] of records) await cas.create(key, value);
     return records.length;
   }
 
@@ -372,7 +336,7 @@ export class KvCatalog implements Catalog {
         try {
           await this.#delete(key, revision);
         } catch (err) {
-          if (err instanceof Conflict) await this.#delete(newKey, created);
+          if (err instanceof KvConflict) await this.#delete(newKey, created);
           throw err;
         }
         return endpoint;
@@ -555,46 +519,14 @@ export class KvCatalog implements Catalog {
 
   /** Writes `value` if the record is still at `expected` (0: it has never been written); its new revision. */
   async #put(key: string, value: unknown, expected: number): Promise<number> {
-    const revision = await this.#write(key, expected, JSON.stringify(value), undefined);
+    const revision = await this.#cas.set(key, value, expected);
     this.#apply(key, value, revision);
     return revision;
   }
 
+  /** Writes a delete marker if the record is still at `expected`. */
   async #delete(key: string, expected: number): Promise<void> {
-    const marker = natsHeaders();
-    marker.set(KV_OPERATION, 'DEL');
-    const revision = await this.#write(key, expected, '', marker);
-    this.#apply(key, undefined, revision);
-  }
-
-  /**
-   * Publishes a record's new value (or its delete marker) if the record is still at `expected`: the bucket's
-   * last sequence is read, then the record; the write is conditional on that sequence, so it lands only if
-   * nothing at all was written after the record was read. A write of another record meanwhile only makes it
-   * read both again; a change of this record throws Conflict, to have the change worked out again.
-   */
-  async #write(key: string, expected: number, data: string, headers: MsgHdrs | undefined): Promise<number> {
-    for (let attempt = 1; ; attempt++) {
-      const last = (await this.#jsm.streams.info(`KV_${this.#bucket}`)).state.last_seq;
-      const entry = await this.#kv.get(key);
-      const current = entry?.revision ?? 0;
-      if (current !== expected) {
-        if (entry) this.#apply(key, entry.operation === 'PUT' ? entry.json() : undefined, entry.revision);
-        throw new Conflict([key]);
-      }
-      if (current <= last) {
-        try {
-          const ack = await this.#js.publish(`$KV.${this.#bucket}.${key}`, data, {
-            expect: { lastSequence: last },
-            headers,
-          });
-          return ack.seq;
-        } catch (err) {
-          if (!isWrongLastSequence(err)) throw err;
-        }
-      }
-      if (attempt >= MAX_ATTEMPTS) throw new Conflict([key]);
-    }
+    this.#apply(key, undefined, await this.#cas.set(key, undefined, expected));
   }
 
   /**
@@ -607,8 +539,8 @@ export class KvCatalog implements Catalog {
         try {
           return await step();
         } catch (err) {
-          if (!(err instanceof Conflict) || attempt >= MAX_ATTEMPTS) throw err;
-          await Promise.all(err.keys.map((k) => this.#fetch(k)));
+          if (!(err instanceof KvConflict) || attempt >= MAX_ATTEMPTS) throw err;
+          await this.#fetch(err.key);
         }
       }
     });
@@ -696,7 +628,7 @@ export class KvCatalog implements Catalog {
         await this.#put(BOOTSTRAP, mine, 0);
         won = true;
       } catch (err) {
-        if (!(err instanceof Conflict)) throw err;
+        if (!(err instanceof KvConflict)) throw err;
         await this.#fetch(BOOTSTRAP);
       }
     }
@@ -705,7 +637,7 @@ export class KvCatalog implements Catalog {
       try {
         await this.#put(key, value, 0);
       } catch (err) {
-        if (!(err instanceof Conflict)) throw err;
+        if (!(err instanceof KvConflict)) throw err;
         await this.#fetch(key);
       }
     };
@@ -714,13 +646,4 @@ export class KvCatalog implements Catalog {
     await ensure(COUNTER, 2);
     if (won) this.bootstrap = bootstrapReport(options, plan.project, personal);
   }
-}
-
-/** Changes the replicas of an existing bucket's stream to the configured number. */
-async function setReplicas(nc: NatsConnection, bucket: string, replicas: number): Promise<void> {
-  const jsm = await jetstreamManager(nc);
-  const stream = `KV_${bucket}`;
-  const info = await jsm.streams.info(stream);
-  if (info.config.num_replicas !== replicas)
-    await jsm.streams.update(stream, { ...info.config, num_replicas: replicas });
 }

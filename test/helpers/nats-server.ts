@@ -68,6 +68,8 @@ export interface NatsServer {
   resume(): void;
   /** Stops it and removes its store. */
   close(): Promise<void>;
+  /** What it has logged since it last started. */
+  log(): string;
 }
 
 async function freePort(): Promise<number> {
@@ -165,6 +167,7 @@ async function startNode(
       }
     },
     resume: () => child?.kill('SIGCONT'),
+    log: () => log,
     async close() {
       await stop();
       rmSync(storeDir, { recursive: true, force: true });
@@ -185,7 +188,10 @@ export interface NatsCluster {
  * directory each), and waits until JetStream has a meta leader, so streams with `size` replicas can be made.
  * Each node can be stopped and restarted on its ports and store, as a single server can.
  */
-export async function startNatsCluster(size = 3): Promise<NatsCluster> {
+export async function startNatsCluster(
+  size = 3,
+  options: Pick<NatsServerOptions, 'binary'> = {},
+): Promise<NatsCluster> {
   const ports = await Promise.all(Array.from({ length: size }, () => freePort()));
   const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
   const routes = routePorts.map((p) => `nats://127.0.0.1:${p}`).join(',');
@@ -193,22 +199,28 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
   try {
     for (let i = 0; i < size; i++) {
       nodes.push(
-        await startNode(ports[i]!, [
-          '-n',
-          `weir-test-${i}`,
-          '--cluster_name',
-          'weir-test',
-          '--cluster',
-          `nats://127.0.0.1:${routePorts[i]}`,
-          '--routes',
-          routes,
-        ]),
+        await startNode(
+          ports[i]!,
+          [
+            '-n',
+            `weir-test-${i}`,
+            '--cluster_name',
+            'weir-test',
+            '--cluster',
+            `nats://127.0.0.1:${routePorts[i]}`,
+            '--routes',
+            routes,
+          ],
+          options,
+        ),
       );
     }
     await waitForMetaLeader(ports[0]!, size);
   } catch (err) {
+    // The nodes' own account of it, for a cluster that did not form.
+    const logs = nodes.map((n, i) => `--- node ${i}:\n${n.log().split('\n').slice(-15).join('\n')}`);
     await Promise.all(nodes.map((n) => n.close()));
-    throw err;
+    throw new Error(`${(err as Error).message}\n${logs.join('\n')}`, { cause: err });
   }
   return {
     url: nodes.map((n) => n.url).join(','),

@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Kvm } from '@nats-io/kv';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import t, { type Test } from 'tap';
 import { KvCatalog } from '../../src/catalog/kv-catalog.ts';
 import type { Endpoint } from '../../src/core/ports.ts';
@@ -346,6 +346,40 @@ t.test(
         a.endpoint(1, 'contested')?.id === won[0]!.value.id &&
         b.endpoint(1, 'contested')?.id === won[0]!.value.id,
       'both nodes hold the winner',
+    );
+  },
+);
+
+t.test(
+  'two nodes changing different records at once: each change is one write, conditional on its record alone',
+  { skip: !nats && 'no nats-server' },
+  async (t) => {
+    const bucket = bucketName();
+    const a = await openOn(t, bucket);
+    const b = await openOn(t, bucket);
+    // One replica: the per-record condition holds on any server version, so no write waits for the bucket.
+    const watcher = await node(t);
+    const seen: Msg[] = [];
+    watcher.subscribe(`$KV.${bucket}.endpoints.>`, {
+      callback: (_err, m) => {
+        seen.push(m);
+      },
+    });
+    await watcher.flush();
+    await Promise.all([
+      ...Array.from({ length: 10 }, (_, i) => a.createEndpoint(1, { ...NEW_ENDPOINT, name: `a${i}` })),
+      ...Array.from({ length: 10 }, (_, i) => b.createEndpoint(1, { ...NEW_ENDPOINT, name: `b${i}` })),
+    ]);
+    await within(() => a.listEndpoints(1).length === 20 && b.listEndpoints(1).length === 20, 'all on both');
+    await watcher.flush();
+    t.equal(seen.length, 20, 'one publish per change: none was retried');
+    t.ok(
+      seen.every(
+        (m) =>
+          m.headers?.get('Nats-Expected-Last-Subject-Sequence') === '0' &&
+          m.headers.get('Nats-Expected-Last-Sequence') === '',
+      ),
+      'each conditional on its record (never written), none on the bucket',
     );
   },
 );

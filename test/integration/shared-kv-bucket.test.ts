@@ -7,7 +7,8 @@
  */
 import { connect } from '@nats-io/transport-node';
 import t from 'tap';
-import { KvBucket, KvConflict } from '../../src/ingest/shared/kv-bucket.ts';
+import { KvBucket } from '../../src/ingest/shared/kv-bucket.ts';
+import { KvConflict } from '../../src/kv/cas-bucket.ts';
 import { startNatsCluster } from '../helpers/nats-server.ts';
 
 const cluster = await startNatsCluster(3);

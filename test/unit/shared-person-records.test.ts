@@ -1,9 +1,8 @@
 /**
- * The pure parts of shared person state (ingest/shared/): the keys records live under, which servers hold a
- * per-record condition, and the rules that change records (PersonState's merge rules, as records).
+ * The pure parts of shared person state (ingest/shared/): the keys records live under and the rules that
+ * change records (PersonState's merge rules, as records).
  */
 import t from 'tap';
-import { perRecordConditionHolds } from '../../src/ingest/shared/kv-bucket.ts';
 import {
   absorbed,
   changeOf,
@@ -53,17 +52,6 @@ t.test('any distinct id or group key makes a valid key, and reads back', (t) => 
   t.ok(validKey(personKey(12, '0190a4c2-1f0e-7c3a-9b1d-2e6b8f4a7d90')));
   t.equal(typesKey(3), 't.3');
   t.equal(projectOfKey(typesKey(3)), 3);
-  t.end();
-});
-
-t.test('a per-record condition holds on one replica, or from nats-server 2.9.21', (t) => {
-  t.ok(perRecordConditionHolds('2.9.10', 1));
-  t.notOk(perRecordConditionHolds('2.9.10', 3));
-  t.notOk(perRecordConditionHolds('2.9.20', 3));
-  t.ok(perRecordConditionHolds('2.9.21', 3));
-  t.ok(perRecordConditionHolds('2.10.1', 3));
-  t.ok(perRecordConditionHolds('3.0.0', 3));
-  t.notOk(perRecordConditionHolds(undefined, 3), 'an unknown server is taken for an old one');
   t.end();
 });
 

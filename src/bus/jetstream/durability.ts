@@ -1,6 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
+import { compareVersions } from '../../kv/cas-bucket.ts';
 
 /**
  * Whether JetStream's acknowledgement means the events are on disk, checked as a role connects
@@ -43,19 +44,6 @@ interface Varz {
   readonly jetstream?: {
     readonly config?: { readonly sync_always?: boolean; readonly sync_interval?: number };
   };
-}
-
-export function compareVersions(a: string, b: string): number {
-  const pa = a
-    .replace(/^v/, '')
-    .split(/[.-]/)
-    .map((p) => Number.parseInt(p, 10) || 0);
-  const pb = b
-    .replace(/^v/, '')
-    .split(/[.-]/)
-    .map((p) => Number.parseInt(p, 10) || 0);
-  for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
-  return 0;
 }
 
 /** What a server's version and (if read) its `/varz` say of its acknowledgements. */

@@ -1,15 +1,12 @@
 /**
  * The NATS KV bucket ingest processes share (`weir_ingest`): the live lane's partition count, recorded once,
- * and the members' heartbeats and the partitions' leases (partition-leases.ts). Writes that must not be lost
- * to a concurrent one are conditional on the bucket's last sequence, not only on their key's: nats-server
- * before 2.9.21 does not hold the per-key condition against concurrent writes in a cluster
- * (nats-io/nats-server#4320), as the KV catalog found (kv-catalog.ts).
+ * and the members' heartbeats and the partitions' leases (partition-leases.ts). A lease is taken on the whole
+ * bucket's state as the taker's watch saw it, so its writes are conditional on the bucket's last sequence.
  */
-import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { isWrongLastSequence } from './kv-conditions.ts';
-import { Kvm, type KV } from '@nats-io/kv';
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { ConfigError } from '../../config/config.ts';
+import { CasBucket, KvConflict } from '../../kv/cas-bucket.ts';
 
 export const INGEST_BUCKET = 'weir_ingest';
 /** The key of the partition count. */
@@ -20,25 +17,24 @@ const WRITE_TIMEOUT_MS = 5000;
 
 /** The bucket, opened (made if need be) on a connection that stays the caller's. */
 export class IngestBucket {
-  readonly kv: KV;
-  readonly #js: JetStreamClient;
-  readonly #jsm: JetStreamManager;
+  readonly #cas: CasBucket;
 
-  private constructor(kv: KV, js: JetStreamClient, jsm: JetStreamManager) {
-    this.kv = kv;
-    this.#js = js;
-    this.#jsm = jsm;
+  private constructor(cas: CasBucket) {
+    this.#cas = cas;
   }
 
   static async open(nc: NatsConnection, replicas: number): Promise<IngestBucket> {
     // Made with `replicas` if it does not exist; an existing bucket is left as it is.
-    const kv = await new Kvm(nc).create(INGEST_BUCKET, { replicas, history: 1 });
-    return new IngestBucket(kv, jetstream(nc), await jetstreamManager(nc));
+    return new IngestBucket(await CasBucket.open(nc, { bucket: INGEST_BUCKET, replicas }));
+  }
+
+  get kv(): KV {
+    return this.#cas.kv;
   }
 
   /** The bucket's last sequence now. */
-  async lastSequence(): Promise<number> {
-    return (await this.#jsm.streams.info(`KV_${INGEST_BUCKET}`)).state.last_seq;
+  lastSequence(): Promise<number> {
+    return this.#cas.lastSequence();
   }
 
   /**
@@ -47,9 +43,9 @@ export class IngestBucket {
    */
   async writeIf(key: string, value: unknown, expected: number): Promise<number | undefined> {
     try {
-      return await this.#write(key, value, expected);
+      return await this.#cas.setIfBucketAt(key, value, expected);
     } catch (err) {
-      if (isWrongLastSequence(err)) return undefined;
+      if (err instanceof KvConflict) return undefined;
       throw err;
     }
   }
@@ -59,30 +55,7 @@ export class IngestBucket {
    * after `timeoutMs` (a heartbeat late is no heartbeat).
    */
   write(key: string, value: unknown, timeoutMs = WRITE_TIMEOUT_MS): Promise<number> {
-    return this.#write(key, value, undefined, timeoutMs);
-  }
-
-  async #write(
-    key: string,
-    value: unknown,
-    expected: number | undefined,
-    timeoutMs = WRITE_TIMEOUT_MS,
-  ): Promise<number> {
-    let headers;
-    if (value === undefined) {
-      headers = natsHeaders();
-      headers.set('KV-Operation', 'DEL');
-    }
-    const ack = await this.#js.publish(
-      `$KV.${INGEST_BUCKET}.${key}`,
-      value === undefined ? '' : JSON.stringify(value),
-      {
-        ...(expected !== undefined ? { expect: { lastSequence: expected } } : {}),
-        headers,
-        timeout: timeoutMs,
-      },
-    );
-    return ack.seq;
+    return this.#cas.write(key, value, timeoutMs);
   }
 
   /**
@@ -93,7 +66,6 @@ export class IngestBucket {
    */
   async agreedPartitions(configured: number): Promise<number> {
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const last = await this.lastSequence();
       const entry = await this.kv.get(PARTITIONS);
       const recorded = entry?.operation === 'PUT' ? Number(entry.json<number>()) : undefined;
       if (recorded !== undefined) {
@@ -104,7 +76,12 @@ export class IngestBucket {
             `ingest WEIR_BUS_PARTITIONS=${recorded}, or change the count as docs/scaling.md says`,
         );
       }
-      if ((await this.writeIf(PARTITIONS, configured, last)) !== undefined) return configured;
+      try {
+        await this.#cas.create(PARTITIONS, configured);
+        return configured;
+      } catch (err) {
+        if (!(err instanceof KvConflict)) throw err;
+      }
     }
     throw new Error(`could not record the partition count in '${INGEST_BUCKET}': the bucket kept changing`);
   }

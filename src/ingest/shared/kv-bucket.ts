@@ -1,14 +1,6 @@
-import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { isWrongLastSequence } from '../../bus/jetstream/kv-conditions.ts';
-import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
+import { KvWatchInclude } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-
-/** Thrown when a conditional write lost: the record is no longer at the revision it was read at. */
-export class KvConflict extends Error {
-  constructor(readonly key: string) {
-    super(`the record ${key} changed since it was read`);
-  }
-}
+import { CasBucket, type KvCondition } from '../../kv/cas-bucket.ts';
 
 /** A record as read, with its revision (the bucket's stream sequence of its last write). */
 export interface KvEntry<T> {
@@ -20,79 +12,39 @@ export interface KvBucketOptions {
   readonly bucket: string;
   /** JetStream replicas of the bucket's stream when it is made. @default 1 */
   readonly replicas?: number;
-  /**
-   * Which condition writes carry: the record's revision alone, or the bucket's last sequence as well;
-   * `auto` takes the bucket-wide one only where the per-record one does not hold. @default 'auto'
-   */
-  readonly condition?: 'auto' | 'record' | 'bucket';
+  /** Which condition writes carry (CasBucket). @default 'auto' */
+  readonly condition?: KvCondition;
 }
 
-/** The first nats-server that holds a per-record condition against concurrent writes in a cluster (#4320). */
-const FIXED_SERVER = [2, 9, 21];
-/** The header that marks a KV message a delete or purge marker. */
-const KV_OPERATION = 'KV-Operation';
 /** The last token of fence records: no record of state has it (their second token is a project number). */
 const FENCE = 'fence';
 /** How long a watch that ended waits before it is started again. */
 const REWATCH_MS = 250;
-/** Rounds of the bucket-wide condition before a write gives up (each lost round means another write landed). */
-const MAX_ROUNDS = 200;
-
-/** Whether the per-record condition of a KV write holds on this server with these replicas. */
-export function perRecordConditionHolds(version: string | undefined, replicas: number): boolean {
-  if (replicas <= 1) return true;
-  const parts = (version ?? '').split('.').map((p) => Number.parseInt(p, 10));
-  if (parts.length < 3 || parts.some((p) => Number.isNaN(p))) return false;
-  for (let i = 0; i < 3; i++) if (parts[i] !== FIXED_SERVER[i]) return parts[i]! > FIXED_SERVER[i]!;
-  return true;
-}
 
 /**
- * A NATS KV bucket of JSON records written by compare-and-set, for state several processes change.
- *
- * Every write is conditional on the revision of the record as read (a create on its absence). nats-server
- * before 2.9.21 does not hold that condition against concurrent writes to a replicated stream
- * (nats-io/nats-server#4320: it was checked before the Raft proposal, not in it); on such a server with more
- * than one replica, writes are made conditional on the bucket's last sequence as well, which the server does
- * check in order (see kv-catalog.ts). That serialises every write of the bucket, one round trip each, with
- * retries whenever two processes write at once: correct, but slow, so the process logs it (`bucketWide`).
+ * A NATS KV bucket of JSON records written by compare-and-set (CasBucket), for state several processes change,
+ * with watches of its prefixes and fences that tell when they have caught up. On a server that does not hold
+ * the per-record condition every write waits for all others: the process logs it (`bucketWide`).
  */
 export class KvBucket {
-  readonly #kv: KV;
-  readonly #bucket: string;
-  readonly #js: JetStreamClient;
-  readonly #jsm: JetStreamManager;
+  readonly #cas: CasBucket;
   readonly #stops: (() => void)[] = [];
   /** Per watched prefix, the revision of the last fence it delivered, and who waits for one. */
   readonly #fences = new Map<string, { seen: number; waiters: { revision: number; done: () => void }[] }>();
   #closed = false;
-  /** Whether writes carry the bucket-wide condition (an old server, replicated). */
-  readonly bucketWide: boolean;
 
-  private constructor(
-    kv: KV,
-    bucket: string,
-    jets: { js: JetStreamClient; jsm: JetStreamManager },
-    wide: boolean,
-  ) {
-    this.#kv = kv;
-    this.#bucket = bucket;
-    this.#js = jets.js;
-    this.#jsm = jets.jsm;
-    this.bucketWide = wide;
+  private constructor(cas: CasBucket) {
+    this.#cas = cas;
   }
 
   /** Opens the bucket on `nc` (made when missing; the connection stays the caller's). */
   static async open(nc: NatsConnection, options: KvBucketOptions): Promise<KvBucket> {
-    const replicas = options.replicas ?? 1;
-    const kv = await new Kvm(nc).create(options.bucket, { replicas, history: 1 });
-    const jsm = await jetstreamManager(nc);
-    // The bucket may exist already with other replicas: what counts is what its stream has.
-    const actual = (await jsm.streams.info(`KV_${options.bucket}`)).config.num_replicas;
-    const condition = options.condition ?? 'auto';
-    const wide =
-      condition === 'auto' ? !perRecordConditionHolds(nc.info?.version, actual) : condition === 'bucket';
-    return new KvBucket(kv, options.bucket, { js: jetstream(nc), jsm }, wide);
+    return new KvBucket(await CasBucket.open(nc, options));
+  }
+
+  /** Whether writes carry the bucket-wide condition (an old server, replicated). */
+  get bucketWide(): boolean {
+    return this.#cas.bucketWide;
   }
 
   /**
@@ -100,64 +52,24 @@ export class KvBucket {
    * cluster it may be a little behind, which costs a write from it a lost condition and a retry, no more.
    */
   async get<T>(key: string): Promise<KvEntry<T> | undefined> {
-    const e = await this.#kv.get(key);
+    const e = await this.#cas.kv.get(key);
     if (!e || e.operation !== 'PUT') return undefined;
     return { value: e.json<T>(), revision: e.revision };
   }
 
   /** Writes a record that must not exist yet; its revision. KvConflict when it exists. */
-  async create(key: string, value: unknown): Promise<number> {
-    const data = JSON.stringify(value);
-    if (this.bucketWide) return this.#conditional(key, undefined, data);
-    try {
-      return await this.#kv.create(key, data);
-    } catch (err) {
-      if (isWrongLastSequence(err)) throw new KvConflict(key);
-      throw err;
-    }
+  create(key: string, value: unknown): Promise<number> {
+    return this.#cas.create(key, value);
   }
 
   /** Writes a record if it is still at `revision`; its new revision. KvConflict when it is not. */
-  async update(key: string, value: unknown, revision: number): Promise<number> {
-    const data = JSON.stringify(value);
-    if (this.bucketWide) return this.#conditional(key, revision, data);
-    try {
-      return await this.#kv.update(key, data, revision);
-    } catch (err) {
-      if (isWrongLastSequence(err)) throw new KvConflict(key);
-      throw err;
-    }
+  update(key: string, value: unknown, revision: number): Promise<number> {
+    return this.#cas.set(key, value, revision);
   }
 
   /** Deletes a record whatever its revision (only for records nobody can reach). */
   async delete(key: string): Promise<void> {
-    await this.#kv.delete(key);
-  }
-
-  /**
-   * The bucket-wide write: reads the bucket's last sequence, then the record; publishes only if the record
-   * is as expected (`undefined`: absent) and nothing at all was written since. A write of another record
-   * meanwhile makes it read both again; a change of this record is a conflict.
-   */
-  async #conditional(key: string, expected: number | undefined, data: string): Promise<number> {
-    for (let round = 1; round <= MAX_ROUNDS; round++) {
-      const stream = `KV_${this.#bucket}`;
-      const subject = `$KV.${this.#bucket}.${key}`;
-      const last = (await this.#jsm.streams.info(stream)).state.last_seq;
-      // From the stream's leader: a replica's direct get may not have the newest write yet.
-      const entry = await this.#jsm.streams.getMessage(stream, { last_by_subj: subject });
-      const live = entry !== null && (entry.header?.get(KV_OPERATION) ?? '') === '';
-      if (expected === undefined ? live : !live || entry.seq !== expected) throw new KvConflict(key);
-      try {
-        const ack = await this.#js.publish(subject, data, {
-          expect: { lastSequence: last, lastSubjectSequence: entry?.seq ?? 0 },
-        });
-        return ack.seq;
-      } catch (err) {
-        if (!isWrongLastSequence(err)) throw err;
-      }
-    }
-    throw new KvConflict(key);
+    await this.#cas.write(key, undefined);
   }
 
   /**
@@ -174,7 +86,7 @@ export class KvBucket {
     const fence = { seen: 0, waiters: [] as { revision: number; done: () => void }[] };
     this.#fences.set(prefix, fence);
     const run = async (): Promise<void> => {
-      const watcher = await this.#kv.watch({ key: `${prefix}.>`, include: KvWatchInclude.UpdatesOnly });
+      const watcher = await this.#cas.kv.watch({ key: `${prefix}.>`, include: KvWatchInclude.UpdatesOnly });
       this.#stops.push(() => watcher.stop());
       void (async () => {
         try {
@@ -224,7 +136,7 @@ export class KvBucket {
   async fence(): Promise<void> {
     await Promise.all(
       [...this.#fences].map(async ([prefix, fence]) => {
-        const revision = await this.#kv.put(`${prefix}.${FENCE}`, '{}');
+        const revision = await this.#cas.kv.put(`${prefix}.${FENCE}`, '{}');
         if (fence.seen >= revision) return;
         await new Promise<void>((done) => fence.waiters.push({ revision, done }));
       }),

@@ -1,7 +1,8 @@
 import type { Metrics } from '../../core/metrics.ts';
+import { KvConflict } from '../../kv/cas-bucket.ts';
 import { cacheKey } from '../persons/person-cache.ts';
 import { PinnedLru } from '../persons/pinned-lru.ts';
-import { KvConflict, type KvBucket } from './kv-bucket.ts';
+import type { KvBucket } from './kv-bucket.ts';
 import {
   absorbed,
   asLinkRecord,

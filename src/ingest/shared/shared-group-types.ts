@@ -1,9 +1,10 @@
 import type { Metrics } from '../../core/metrics.ts';
 import type { Row } from '../../core/ports.ts';
+import { KvConflict } from '../../kv/cas-bucket.ts';
 import type { BatchWriter } from '../batch-writer.ts';
 import { MAX_GROUP_TYPES, type GroupTypeIndexes } from '../persons/group-types.ts';
 import { writeState } from '../persons/state-writes.ts';
-import { KvConflict, type KvBucket } from './kv-bucket.ts';
+import type { KvBucket } from './kv-bucket.ts';
 import { typesKey } from './state-keys.ts';
 
 /** `t.<project>`: the project's group types, each at its column index. */

@@ -1,4 +1,5 @@
 import type { Metrics } from '../../core/metrics.ts';
+import { KvConflict } from '../../kv/cas-bucket.ts';
 import { chTime } from '../../store/ch-time.ts';
 import type { BatchWriter } from '../batch-writer.ts';
 import { mergeOneLevel } from '../persons/group-state.ts';
@@ -6,7 +7,7 @@ import { TypeRefusals, type GroupTypeIndexes } from '../persons/group-types.ts';
 import { PinnedLru } from '../persons/pinned-lru.ts';
 import type { Groups, IdentifyOutcome } from '../persons/persons.ts';
 import { allCommitted, writeState } from '../persons/state-writes.ts';
-import { KvConflict, type KvBucket } from './kv-bucket.ts';
+import type { KvBucket } from './kv-bucket.ts';
 import { SharedGroupTypes } from './shared-group-types.ts';
 import { groupKey, projectOfKey } from './state-keys.ts';
 

@@ -1,13 +1,14 @@
 import type { CapturedEvent, IngestionWarning } from '../../core/event.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { uuidv7 } from '../../core/uuid.ts';
+import { KvConflict } from '../../kv/cas-bucket.ts';
 import type { BatchWriter } from '../batch-writer.ts';
 import { applyPropertyUpdates, type MergeRequest } from '../persons/person-rules.ts';
 import type { PersonOutcome, Persons } from '../persons/persons.ts';
 import { allCommitted } from '../persons/state-writes.ts';
 import { eventMerge, validMerge } from '../persons/event-merge.ts';
 import { eventWarning, PERSON_WARNINGS } from '../persons/warnings.ts';
-import { KvConflict, type KvBucket } from './kv-bucket.ts';
+import type { KvBucket } from './kv-bucket.ts';
 import { PersonChains, type EventContext, type SeenPerson } from './person-chains.ts';
 import {
   changeOf,
