@@ -17,7 +17,11 @@ fi
 [ "$(uname -m)" = x86_64 ] || { echo "fetch-nats-server: only x86_64 is fetched; set WEIR_TEST_NATS_SERVER to a nats-server >= 2.10" >&2; exit 1; }
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
-curl -fsSL -o "$TMP/$DEB" "http://deb.debian.org/debian/pool/main/n/nats-server/$DEB"
+# The Debian mirror apt is set up with here (deb822 sources or a one-line sources.list).
+MIRROR="$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}')"
+[ -n "$MIRROR" ] || MIRROR="$(awk '$1 == "deb" && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null)"
+[ -n "$MIRROR" ] || { echo "fetch-nats-server: no Debian mirror in apt's sources" >&2; exit 1; }
+curl -fsSL -o "$TMP/$DEB" "${MIRROR%/}/pool/main/n/nats-server/$DEB"
 echo "$SHA256  $TMP/$DEB" | sha256sum -c - >/dev/null
 dpkg-deb -x "$TMP/$DEB" "$TMP/root"
 mkdir -p "$DIR"
